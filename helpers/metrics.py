@@ -1,0 +1,15 @@
+"""Accuracy and F1, computed with scikit-learn (no metric script is fetched from a hub)."""
+import numpy as np
+from sklearn.metrics import accuracy_score, f1_score
+
+
+def classification_metrics(predictions, labels):
+    """Accuracy and F1 of the positive class (1 = paraphrase, as in MRPC)."""
+    return {"accuracy": float(accuracy_score(labels, predictions)),
+            "f1": float(f1_score(labels, predictions, zero_division=0))}
+
+
+def compute_metrics(eval_pred):
+    """For `Trainer(compute_metrics=...)`: turn logits into predictions, then score them."""
+    logits, labels = eval_pred
+    return classification_metrics(np.argmax(logits, axis=-1), labels)

@@ -1,0 +1,30 @@
+"""Silence library chatter, for nbgrader test cells (any stderr output scores a cell 0)."""
+import contextlib
+import io
+import logging
+import warnings
+
+import datasets
+import transformers
+
+
+@contextlib.contextmanager
+def quiet():
+    """Inside this block: no warnings, no library logging, no progress bars, no stderr."""
+    transformers_level = transformers.logging.get_verbosity()
+    datasets_level = datasets.logging.get_verbosity()
+    transformers.logging.set_verbosity_error()
+    datasets.logging.set_verbosity_error()
+    transformers.logging.disable_progress_bar()
+    datasets.disable_progress_bars()
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
+            warnings.simplefilter("ignore")
+            logging.disable(logging.WARNING)
+            yield
+    finally:
+        logging.disable(logging.NOTSET)
+        transformers.logging.set_verbosity(transformers_level)
+        datasets.logging.set_verbosity(datasets_level)
+        transformers.logging.enable_progress_bar()
+        datasets.enable_progress_bars()

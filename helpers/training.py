@@ -1,0 +1,156 @@
+"""The training loops of the slides: plain PyTorch and Accelerate, each with optional accumulation.
+
+`train_pytorch(..., gradient_accumulation_steps=1)` is the basic loop; with N > 1 it is
+accumulation by hand. `train_accelerate` is the same loop with an Accelerator, and with N > 1
+it uses `accelerator.accumulate(model)`. All four give the same parameters after each optimizer
+step (tests/test_equivalence.py): every example weighs 1 / (examples in its optimizer step),
+also in a shorter last window, where the slides' `loss / N` would give it too little weight.
+"""
+import math
+import time
+from dataclasses import dataclass, field
+
+import torch
+from accelerate import Accelerator
+from tqdm.auto import tqdm
+from transformers import get_linear_schedule_with_warmup
+
+from .checks import require_positive_int
+from .metrics import classification_metrics
+
+
+@dataclass
+class History:
+    """What training did, one entry per optimizer step."""
+    loss: list = field(default_factory=list)           # mean training loss of the step's examples
+    learning_rate: list = field(default_factory=list)  # learning rate the step used
+    seconds: float = 0.0
+
+    @property
+    def optimizer_steps(self):
+        return len(self.loss)
+
+
+def optimizer_steps_per_epoch(num_batches, gradient_accumulation_steps):
+    """One optimizer step per N batches, plus one for a shorter last window."""
+    return math.ceil(num_batches / gradient_accumulation_steps)
+
+
+def examples_per_window(num_examples, batch_size, gradient_accumulation_steps):
+    """How many examples each optimizer step of an epoch learns from; the last may be fewer."""
+    batch_sizes = [min(batch_size, num_examples - start) for start in range(0, num_examples, batch_size)]
+    n = gradient_accumulation_steps
+    return [sum(batch_sizes[i:i + n]) for i in range(0, len(batch_sizes), n)]
+
+
+def make_scheduler(optimizer, num_training_steps):
+    """Linear warm-up over the first 10% of optimizer steps, then linear decay to 0."""
+    return get_linear_schedule_with_warmup(
+        optimizer, num_warmup_steps=int(num_training_steps * 0.1), num_training_steps=num_training_steps)
+
+
+def _setup(model, dataloader, epochs, learning_rate, gradient_accumulation_steps, optimizer):
+    """Check the arguments; build the optimizer and a schedule counted in optimizer steps."""
+    require_positive_int("epochs", epochs)
+    require_positive_int("gradient_accumulation_steps", gradient_accumulation_steps)
+    if len(dataloader) == 0:
+        raise ValueError("dataloader is empty: there is nothing to train on")
+    if optimizer is None:
+        optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
+    total_steps = optimizer_steps_per_epoch(len(dataloader), gradient_accumulation_steps) * epochs
+    windows = examples_per_window(len(dataloader.dataset), dataloader.batch_size, gradient_accumulation_steps)
+    assert len(windows) * epochs == total_steps, "a window per optimizer step"
+    return optimizer, make_scheduler(optimizer, total_steps), windows
+
+
+def train_pytorch(model, dataloader, *, epochs=1, learning_rate=5e-4, gradient_accumulation_steps=1,
+                  optimizer=None, device=None, progress=True):
+    """The basic PyTorch loop; with gradient_accumulation_steps=N > 1, accumulation by hand."""
+    optimizer, lr_scheduler, windows = _setup(
+        model, dataloader, epochs, learning_rate, gradient_accumulation_steps, optimizer)
+    device = device or torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model.to(device).train()
+    history, window_loss, start = History(), 0.0, time.perf_counter()
+    n = gradient_accumulation_steps
+    with tqdm(total=len(windows) * epochs, desc="train_pytorch", unit="step", disable=not progress) as bar:
+        for epoch in range(epochs):
+            for index, batch in enumerate(dataloader):
+                batch = {key: value.to(device) for key, value in batch.items()}
+                outputs = model(**batch)
+                # loss / N on the slides; this also weighs a shorter last window right
+                loss = outputs.loss * len(batch["labels"]) / windows[index // n]
+                loss.backward()
+                window_loss += loss.item()
+                if (index + 1) % n == 0 or index + 1 == len(dataloader):
+                    history.loss.append(window_loss)
+                    history.learning_rate.append(lr_scheduler.get_last_lr()[0])
+                    optimizer.step()
+                    lr_scheduler.step()
+                    optimizer.zero_grad()
+                    window_loss = 0.0
+                    bar.update()
+                    bar.set_postfix(loss=f"{history.loss[-1]:.3f}")
+    history.seconds = time.perf_counter() - start
+    return history
+
+
+def train_accelerate(model, dataloader, *, epochs=1, learning_rate=5e-4, gradient_accumulation_steps=1,
+                     optimizer=None, cpu=False, progress=True):
+    """The same loop with Accelerate; with N > 1 it uses `accelerator.accumulate(model)`.
+
+    Works in one process and under a launcher (see `helpers.run_on_processes`).
+    Returns the History and the Accelerator (it knows the process index and the device).
+    """
+    optimizer, lr_scheduler, windows = _setup(
+        model, dataloader, epochs, learning_rate, gradient_accumulation_steps, optimizer)
+    accelerator = Accelerator(device_placement=True, cpu=cpu,
+                              gradient_accumulation_steps=gradient_accumulation_steps)
+    processes, n = accelerator.num_processes, gradient_accumulation_steps
+    if processes > 1:  # each process sees 1/processes of every window
+        windows = examples_per_window(len(dataloader.dataset), dataloader.batch_size * processes, n)
+    model, optimizer, dataloader, lr_scheduler = accelerator.prepare(
+        model, optimizer, dataloader, lr_scheduler)
+    model.train()
+    history, window_loss, start = History(), 0.0, time.perf_counter()
+    show = progress and accelerator.is_local_main_process
+    with tqdm(total=len(windows) * epochs, desc="train_accelerate", unit="step", disable=not show) as bar:
+        for epoch in range(epochs):
+            for index, batch in enumerate(dataloader):
+                with accelerator.accumulate(model):
+                    outputs = model(**batch)
+                    # accelerator.backward divides by N, and processes average their gradients:
+                    # undo both, so that each example weighs 1 / (examples in the window)
+                    loss = outputs.loss * len(batch["labels"]) / windows[index // n] * n * processes
+                    accelerator.backward(loss)
+                    window_loss += loss.item() / (n * processes)
+                    if accelerator.sync_gradients:
+                        history.learning_rate.append(lr_scheduler.get_last_lr()[0])
+                    optimizer.step()
+                    lr_scheduler.step()
+                    optimizer.zero_grad()
+                if accelerator.sync_gradients:
+                    step_loss = accelerator.reduce(torch.tensor(window_loss, device=accelerator.device), "sum")
+                    history.loss.append(step_loss.item())
+                    window_loss = 0.0
+                    bar.update()
+                    bar.set_postfix(loss=f"{history.loss[-1]:.3f}")
+    history.seconds = time.perf_counter() - start
+    return history, accelerator
+
+
+@torch.no_grad()
+def evaluate(model, dataloader, device=None):
+    """Loss, accuracy and F1 of `model` on every batch of `dataloader`."""
+    device = device or next(model.parameters()).device
+    model.eval()
+    losses, predictions, labels = [], [], []
+    for batch in dataloader:
+        batch = {key: value.to(device) for key, value in batch.items()}
+        outputs = model(**batch)
+        losses.append(outputs.loss.item() * len(batch["labels"]))
+        predictions.append(outputs.logits.argmax(dim=-1).cpu())
+        labels.append(batch["labels"].cpu())
+    model.train()
+    labels = torch.cat(labels)
+    metrics = classification_metrics(torch.cat(predictions).numpy(), labels.numpy())
+    return {"loss": sum(losses) / len(labels), **metrics}
