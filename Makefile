@@ -19,16 +19,25 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP) ## create .venv and install the course (quick when nothing changed)
 
-run: setup ## execute the course
-	$(PYTHON) -m helpers.run_course
+run: setup ## execute every lesson (solutions/) with papermill into build/run/
+	$(PYTHON) -m autograde.run_notebooks
 
 test: setup ## run the test suite
 	$(PYTHON) -m pytest
 
-lab: setup ## open the student notebooks in JupyterLab
-	$(VENV)/bin/jupyter lab notebooks/
+lab: setup ## open the student notebooks in JupyterLab, with nbgrader's panels
+	JUPYTER_CONFIG_PATH=$(CURDIR)/autograde $(VENV)/bin/jupyter lab notebooks/
+
+release: setup ## regenerate the student notebooks/ from solutions/ with nbgrader
+	$(PYTHON) -m autograde.release
+
+autograde: setup ## grade a class: make autograde SUBMISSIONS=<folder or LMS zip> [OUT=...] [JOBS=...]
+	$(PYTHON) -m autograde --submissions "$(SUBMISSIONS)" --out "$(OUT)" --jobs $(JOBS)
+
+bench: setup ## measure speed, memory and learning into build/bench/report.md
+	$(PYTHON) -m helpers.bench
 
 clean: ## remove build outputs and caches (keeps .venv)
 	rm -rf build .pytest_cache autograde/out
 
-.PHONY: help setup run test lab clean
+.PHONY: help setup run test lab release autograde bench clean
