@@ -1,0 +1,1 @@
+"""Course tooling around nbgrader: release, execution of the lessons, and grading a class."""
