@@ -15,6 +15,8 @@ class _SaveMainResult:
 
     def __init__(self, function, result_file):
         self.function, self.result_file = function, result_file
+        # torch's elastic launcher names the entry point in its logs
+        self.__name__ = self.__qualname__ = getattr(function, "__name__", "function")
 
     def __call__(self, *args):
         result = self.function(*args)
