@@ -5,6 +5,7 @@ Lessons import it as `import helpers`; tests, `make run` and grading use the sam
 from .corpus import make_paraphrase_corpus
 from .data import check_data, load_data, make_dataloader, tokenize_data
 from .distributed import run_on_processes
+from .memory import measure_peak_memory
 from .metrics import classification_metrics, compute_metrics
 from .modeling import count_loss_per_example, load_model, load_tokenizer
 from .plots import plot_history
@@ -16,7 +17,7 @@ from .training import (History, evaluate, examples_per_window, make_scheduler,
 __all__ = [
     "History", "check_data", "classification_metrics", "compute_metrics", "count_loss_per_example",
     "evaluate", "examples_per_window", "load_data", "load_model", "load_tokenizer",
-    "make_dataloader", "make_paraphrase_corpus", "make_scheduler", "make_trainer",
+    "make_dataloader", "make_paraphrase_corpus", "measure_peak_memory", "make_scheduler", "make_trainer",
     "optimizer_steps_per_epoch", "plot_history", "quiet", "run_on_processes",
     "tokenize_data", "train_accelerate", "train_pytorch",
 ]
