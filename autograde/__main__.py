@@ -1,0 +1,63 @@
+"""`python -m autograde --submissions PATH --out OUT --jobs N`: grade a class (see README).
+
+Exit status: 0 when the batch was processed (even if some submissions failed: see grades.csv),
+2 when it could not be (bad path, broken course sources, no isolation available).
+"""
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from .collect import CollectError
+from .course import CourseError
+from .sandbox import SandboxError
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def parse(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m autograde", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--submissions", required=True,
+                        help="folder <student>/<assignment>/<notebook>.ipynb, or an LMS zip")
+    parser.add_argument("--out", default=str(REPO / "autograde" / "out"))
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--source", default=str(REPO / "solutions"),
+                        help="instructor notebooks with nbgrader markup (default: solutions/)")
+    parser.add_argument("--cell-timeout", type=int, default=120, help="seconds per cell")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds per notebook")
+    parser.add_argument("--memory-mb", type=int, default=6144, help="address space per kernel")
+    parser.add_argument("--max-output-bytes", type=int, default=200_000, help="kept per cell")
+    parser.add_argument("--named-regexp", default=None,
+                        help="LMS zip file names: regexp with (?P<student_id>) and (?P<file_id>)")
+    parser.add_argument("--protected", nargs="*",
+                        default=["builtins", "math", "numpy", "torch", "helpers", "IPython",
+                                 "ipykernel"],
+                        help="packages whose functions are restored before every test cell")
+    parser.add_argument("--preload", nargs="*", default=["numpy", "torch", "helpers"],
+                        help="imported before student code, so their snapshot is trusted")
+    parser.add_argument("--no-sandbox", dest="sandbox", action="store_false",
+                        default=os.environ.get("AUTOGRADE_SANDBOX", "on") != "off",
+                        help="run kernels as yourself (trusted submissions only)")
+    options = parser.parse_args(argv)
+    options.jobs = max(1, options.jobs)
+    return options
+
+
+def main(argv=None):
+    options = parse(argv)
+    if not options.submissions.strip():
+        print("autograde: give the submissions: make autograde SUBMISSIONS=<folder or zip>",
+              file=sys.stderr)
+        return 2
+    from .batch import run
+    try:
+        run(options)
+    except (CollectError, CourseError, SandboxError, FileNotFoundError) as error:
+        print(f"autograde: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+"""Find the submissions: a folder in nbgrader's submitted layout, or an LMS zip.
+
+Folder: SUBMISSIONS/<student_id>/<assignment>/<notebook>.ipynb (nbgrader's `submitted/`).
+Zip: either that same layout zipped, or flat LMS file names as nbgrader's `zip_collect` handles
+them: a regular expression with named groups `student_id` and `file_id` (the notebook's file
+name). The default takes the student id from the start of the name and recognises the course's
+notebook names at its end, e.g. `jdoe_12345_assignsubmission_file_01_basic_loop.ipynb`.
+The assignment is the one whose notebook that is. Zips are unpacked safely (no absolute or `..`
+paths, no links, bounded size) into the grader's work folder; the original is only read.
+"""
+import re
+import shutil
+import stat
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+VALID_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}$")
+MAX_ZIP_BYTES = 2 * 1024 ** 3
+MAX_ZIP_MEMBERS = 100_000
+
+
+class CollectError(RuntimeError):
+    pass
+
+
+@dataclass
+class Submission:
+    student: str
+    assignment: str
+    folder: Path  # holds <notebook>.ipynb (or not: the grader reports it missing)
+
+
+def collect(path, assignments, workdir, named_regexp=None):
+    """List of Submission, sorted by (student, assignment); raises CollectError on a bad path."""
+    path = Path(path)
+    if not str(path) or not path.exists():
+        raise CollectError(f"SUBMISSIONS={path!s}: no such file or folder")
+    if path.is_dir():
+        return _from_folder(path, assignments)
+    if zipfile.is_zipfile(path):
+        extracted = Path(workdir) / "unzipped"
+        if extracted.exists():
+            shutil.rmtree(extracted)
+        _safe_extract(path, extracted)
+        layout = _from_folder(extracted, assignments, quiet=True)
+        return layout or _from_flat(extracted, assignments, Path(workdir) / "collected",
+                                    named_regexp)
+    raise CollectError(f"SUBMISSIONS={path}: neither a folder nor a zip file")
+
+
+def _from_folder(root, assignments, quiet=False):
+    found = []
+    for student in sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink()):
+        if not VALID_ID.match(student.name):
+            continue
+        for folder in sorted(p for p in student.iterdir() if p.is_dir() and not p.is_symlink()):
+            if folder.name in assignments:
+                found.append(Submission(student.name, folder.name, folder))
+    return found
+
+
+def _safe_extract(archive, target):
+    target.mkdir(parents=True)
+    with zipfile.ZipFile(archive) as zf:
+        members = zf.infolist()
+        if len(members) > MAX_ZIP_MEMBERS or sum(m.file_size for m in members) > MAX_ZIP_BYTES:
+            raise CollectError(f"{archive}: too many or too large members for a class's notebooks")
+        for member in members:
+            name = Path(member.filename)
+            if member.is_dir() or name.is_absolute() or ".." in name.parts:
+                continue
+            if stat.S_ISLNK(member.external_attr >> 16):
+                continue
+            dest = target / name
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            with zf.open(member) as src, open(dest, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+
+
+def _from_flat(root, assignments, collected, named_regexp):
+    by_notebook = {f"{nb}.ipynb": a for a, nbs in assignments.items() for nb in nbs}
+    if collected.exists():
+        shutil.rmtree(collected)
+    found = {}
+    for file in sorted(p for p in root.rglob("*") if p.is_file()):
+        student, file_id = _match(file.name, by_notebook, named_regexp)
+        if student is None or file_id not in by_notebook or not VALID_ID.match(student):
+            continue
+        assignment = by_notebook[file_id]
+        folder = collected / student / assignment
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copy(file, folder / file_id)
+        found[(student, assignment)] = Submission(student, assignment, folder)
+    if not found:
+        raise CollectError("the zip holds no notebook of this course (expected <student>/<assignment>/"
+                           f"<notebook>.ipynb, or LMS names ending in one of {sorted(by_notebook)})")
+    return [found[k] for k in sorted(found)]
+
+
+def _match(filename, by_notebook, named_regexp):
+    if named_regexp:
+        match = re.match(named_regexp, filename)
+        if not match:
+            return None, None
+        return match.group("student_id"), Path(match.group("file_id")).name
+    for notebook in sorted(by_notebook, key=len, reverse=True):
+        if filename.endswith(notebook) and len(filename) > len(notebook):
+            prefix = filename[: -len(notebook)].rstrip("_- ")
+            return re.split(r"[_\s]", prefix)[0], notebook
+    return None, None

@@ -1,0 +1,154 @@
+"""Grade one submission (one student, one assignment) in a private nbgrader course folder.
+
+Run by the parent as `python -m autograde.grade JOB.json` (trusted, as the grader's user); only
+the kernel it starts runs student code, inside autograde.sandbox. Writes RESULT.json next to the
+job: status, detail, per-test verdicts, and where the autograded notebook and feedback are.
+"""
+import json
+import logging
+import shutil
+import sys
+from pathlib import Path
+
+from nbconvert.preprocessors import ClearMetadataPreprocessor
+from nbgrader.api import Gradebook
+from nbgrader.converters import Autograde, GenerateFeedback
+from nbgrader.coursedir import CourseDirectory
+from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern,
+                                    LimitOutput)
+from traitlets.config import Config
+
+from .course import ensure_venv_on_path
+from .execute import GuardedExecute, VerdictSaveAutoGrades, trusted_setup
+from .feedback import FEEDBACK_PREPROCESSORS
+from .validate import check_structure, read_submission
+
+# Most telling first: the row's status is the first kind that happened; detail lists them all.
+STATUS_ORDER = ["error", "missing", "invalid_notebook", "timeout", "kernel_died", "memory_limit",
+                "sys_exit", "tampered", "modified", "output_truncated", "graded"]
+
+
+def grade(job):
+    work = Path(job["work"])
+    course = work / "course"
+    student, assignment = job["student"], job["assignment"]
+    events = []
+    submitted = course / "submitted" / student / assignment
+    submitted.mkdir(parents=True)
+    (course / "source").mkdir()
+    (course / "source" / assignment).symlink_to(Path(job["out"]) / "source" / assignment)
+    shutil.copy(job["template_db"], course / "gradebook.db")
+    release_dir = Path(job["out"]) / "release" / assignment
+    valid = []
+    for notebook in job["notebooks"]:
+        nb, problem = read_submission(Path(job["submission"]) / f"{notebook}.ipynb")
+        if problem:
+            events.append(problem)
+            continue
+        events.extend(check_structure(nb, release_dir / f"{notebook}.ipynb", notebook))
+        (submitted / f"{notebook}.ipynb").write_text(json.dumps(nb))
+        valid.append(notebook)
+    timestamp = Path(job["submission"]) / "timestamp.txt"
+    if timestamp.is_file() and not timestamp.is_symlink() and timestamp.stat().st_size < 100:
+        shutil.copy(timestamp, submitted / "timestamp.txt")
+
+    verdicts = {}
+    if valid:
+        log_path = work / "nbgrader.log"
+        for notebook in valid:
+            report = work / f"execute-{notebook}.json"
+            config = _config(job, course, notebook, report, release_dir / f"{notebook}.ipynb")
+            coursedir = CourseDirectory(config=config)
+            converter = Autograde(coursedir=coursedir, config=config)
+            converter.log = _file_logger(log_path)
+            try:
+                converter.start()
+            except Exception as error:  # nbgrader already logged the traceback
+                events.append(["error", f"nbgrader autograde failed on {notebook}: {error}"[:300]])
+            if report.exists():
+                execution = json.loads(report.read_text())
+                events.extend(execution["events"])
+                verdicts.update({f"{notebook}/{k}": v for k, v in execution["verdicts"].items()})
+        _feedback(job, course, log_path, events)
+    result = {"events": events, "verdicts": verdicts, "course": str(course),
+              "status": _status(events), "detail": "; ".join(_unique(d for _, d in events))}
+    (work / "result.json").write_text(json.dumps(result))
+    return result
+
+
+def _config(job, course, notebook, report, release_path):
+    config = Config()
+    config.CourseDirectory.root = str(course)
+    config.CourseDirectory.assignment_id = job["assignment"]
+    config.CourseDirectory.student_id = job["student"]
+    config.CourseDirectory.notebook_id = notebook
+    config.Autograde.autograde_preprocessors = [
+        GuardedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
+        VerdictSaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+    config.OverwriteCells.add_missing_cells = True
+    limits = job["limits"]
+    execute = config.GuardedExecute
+    execute.sandbox_spec = job.get("sandbox_spec")
+    execute.scratch = job["scratch"]
+    execute.cell_timeout = limits["cell_timeout"]
+    execute.submission_timeout = limits["submission_timeout"]
+    execute.max_output_bytes = limits["output_bytes"]
+    execute.protected_packages = job["protected_packages"]
+    execute.preload = job["preload"]
+    execute.report_path = str(report)
+    execute.trusted_setup = trusted_setup(f"sqlite:///{course}/gradebook.db", job["assignment"],
+                                          notebook, release_path)
+    execute.startup_timeout = 120
+    execute.iopub_timeout = 10
+    return config
+
+
+def _feedback(job, course, log_path, events):
+    config = Config()
+    config.CourseDirectory.root = str(course)
+    config.CourseDirectory.assignment_id = job["assignment"]
+    config.CourseDirectory.student_id = job["student"]
+    config.GenerateFeedback.preprocessors = FEEDBACK_PREPROCESSORS
+    config.HideHiddenTests.hidden_sources = _hidden_sources(course, job["assignment"])
+    try:
+        converter = GenerateFeedback(coursedir=CourseDirectory(config=config), config=config)
+        converter.log = _file_logger(log_path)
+        converter.start()
+    except Exception as error:
+        events.append(["error", f"feedback failed: {error}"[:300]])
+
+
+def _hidden_sources(course, assignment):
+    with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
+        return {cell.name: cell.source for nb in gb.find_assignment(assignment).notebooks
+                for cell in nb.source_cells if "BEGIN HIDDEN TESTS" in cell.source}
+
+
+def _file_logger(path):
+    logger = logging.getLogger(f"autograde.{path}")
+    if not logger.handlers:
+        handler = logging.FileHandler(path)
+        handler.setFormatter(logging.Formatter("[%(levelname)s] %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+    return logger
+
+
+def _status(events):
+    kinds = {kind for kind, _ in events}
+    return next((k for k in STATUS_ORDER if k in kinds), "graded")
+
+
+def _unique(items):
+    seen = []
+    for item in items:
+        if item not in seen:
+            seen.append(item)
+    return seen
+
+
+if __name__ == "__main__":
+    ensure_venv_on_path()
+    job_path = Path(sys.argv[1])
+    grade(json.loads(job_path.read_text()))
