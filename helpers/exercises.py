@@ -1,0 +1,159 @@
+"""Tiny training problems and spies for the lessons' graded tests.
+
+A test builds the same tiny problem twice (same data, same starting weights, dropout off),
+trains one copy with the student's code and one with the course's reference loop, and compares
+the parameters. The spies count what the student's code did, so that a failing test can say
+what went wrong ("the scheduler stepped 6 times; it should step 3 times").
+SGD, not Adam: Adam's first step hardly depends on the size of the gradient, so it would hide
+a loss that is scaled wrongly.
+"""
+import contextlib
+import functools
+from unittest import mock
+
+import torch
+from accelerate import Accelerator
+from accelerate.state import AcceleratorState
+
+from .data import load_data, make_dataloader, tokenize_data
+from .modeling import load_model, load_tokenizer
+from .quiet import quiet
+from .training import make_scheduler
+
+
+class CountingSGD(torch.optim.SGD):
+    """Plain SGD that counts its `step()` and `zero_grad()` calls."""
+
+    def __init__(self, params, lr=0.5):
+        super().__init__(params, lr=lr)
+        self.steps = 0
+        self.zero_grad_calls = 0
+
+    def step(self, closure=None):
+        self.steps += 1
+        return super().step(closure)
+
+    def zero_grad(self, set_to_none=True):
+        self.zero_grad_calls += 1
+        return super().zero_grad(set_to_none=set_to_none)
+
+
+@functools.lru_cache(maxsize=8)
+def _tiny_dataset(num_examples, seed):
+    with quiet():
+        data = load_data(sizes={"train": num_examples, "validation": 8, "test": 8}, seed=seed)
+        return tokenize_data(data, load_tokenizer())["train"]
+
+
+def tiny_problem(num_examples=24, batch_size=8, seed=0, learning_rate=0.5):
+    """(model, dataloader, optimizer): a small model without dropout, a few padded batches, SGD.
+
+    Every call gives the same starting weights and the same batches, in the same order.
+    """
+    with quiet():
+        tokenizer = load_tokenizer()
+        model = load_model(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+        dataloader = make_dataloader(_tiny_dataset(num_examples, seed), tokenizer, batch_size)
+    return model, dataloader, CountingSGD(model.parameters(), lr=learning_rate)
+
+
+def parameters_of(model):
+    """A copy of the model's parameters, on the CPU (works for prepared and wrapped models too)."""
+    model = getattr(model, "module", model)
+    return {name: value.detach().cpu().clone() for name, value in model.named_parameters()}
+
+
+def parameter_difference(model_a, model_b):
+    """The largest absolute difference between two models' parameters (models or parameters_of dicts)."""
+    a = model_a if isinstance(model_a, dict) else parameters_of(model_a)
+    b = model_b if isinstance(model_b, dict) else parameters_of(model_b)
+    return max((a[name] - b[name]).abs().max().item() for name in a)
+
+
+def spy_on_forward(model):
+    """Record the keyword arguments of every call of `model`; returns the list it fills."""
+    calls = []
+    forward = model.forward
+
+    @functools.wraps(forward)
+    def recording_forward(*args, **kwargs):
+        calls.append({"positional": len(args), "keywords": sorted(kwargs)})
+        return forward(*args, **kwargs)
+
+    model.forward = recording_forward
+    return calls
+
+
+def forgot_attention_mask(calls):
+    """True when some recorded model call had no attention_mask."""
+    return any("attention_mask" not in call["keywords"] for call in calls)
+
+
+def fresh_accelerator_state():
+    """Forget an earlier Accelerator, so a test can make its own (for example with cpu=True)."""
+    AcceleratorState._reset_state(reset_partial_state=True)
+
+
+@contextlib.contextmanager
+def spy_on_accelerator():
+    """Count what the code inside the block asks of every Accelerator.
+
+    Yields a dict: "created" (the keyword arguments of each Accelerator(...)), "prepared"
+    (how many objects each prepare(...) got), "backward" and "accumulate" (call counts).
+    """
+    seen = {"created": [], "prepared": [], "backward": 0, "accumulate": 0}
+    init, prepare = Accelerator.__init__, Accelerator.prepare
+    backward, accumulate = Accelerator.backward, Accelerator.accumulate
+
+    def spy_init(self, *args, **kwargs):
+        seen["created"].append(dict(kwargs))
+        init(self, *args, **kwargs)
+
+    def spy_prepare(self, *args, **kwargs):
+        seen["prepared"].append(len(args))
+        return prepare(self, *args, **kwargs)
+
+    def spy_backward(self, loss, **kwargs):
+        seen["backward"] += 1
+        return backward(self, loss, **kwargs)
+
+    def spy_accumulate(self, *models):
+        seen["accumulate"] += 1
+        return accumulate(self, *models)
+
+    with mock.patch.object(Accelerator, "__init__", spy_init), \
+            mock.patch.object(Accelerator, "prepare", spy_prepare), \
+            mock.patch.object(Accelerator, "backward", spy_backward), \
+            mock.patch.object(Accelerator, "accumulate", spy_accumulate):
+        yield seen
+
+
+def learning_rates(scheduler, steps):
+    """The learning rate of each of the first `steps` optimizer steps under `scheduler`."""
+    rates = []
+    for _ in range(steps):
+        rates.append(scheduler.get_last_lr()[0])
+        scheduler.optimizer.step()
+        scheduler.step()
+    return rates
+
+
+def schedule_mismatch(scheduler, num_training_steps):
+    """None when `scheduler` follows the course's schedule over `num_training_steps` steps; else why not.
+
+    The course's schedule: linear warm-up over int(num_training_steps * 0.1) steps, then linear
+    decay to 0 at step num_training_steps (see `helpers.make_scheduler`).
+    """
+    if scheduler is None:
+        return "The function returned None; return the scheduler."
+    base_lr = scheduler.base_lrs[0]
+    probe = torch.optim.SGD(torch.nn.Linear(1, 1).parameters(), lr=base_lr)
+    expected = learning_rates(make_scheduler(probe, num_training_steps), num_training_steps + 1)
+    got = learning_rates(scheduler, num_training_steps + 1)
+    warmup = int(num_training_steps * 0.1)
+    for step, (mine, right) in enumerate(zip(got, expected)):
+        if abs(mine - right) > 1e-9 * base_lr:
+            return (f"At step {step} the learning rate is {mine / base_lr:.3f} x lr; it should be "
+                    f"{right / base_lr:.3f} x lr (num_training_steps = {num_training_steps}, "
+                    f"num_warmup_steps = {warmup}).")
+    return None
