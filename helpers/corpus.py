@@ -29,7 +29,8 @@ ACTIONS = [
     ("delivered", "deliver", "brought"),
     ("offered", "offer", "proposed"),
 ]
-CHANGES = ("negation", "swapped_roles", "number", "city", "things")
+POSITIVE_SHARE = 0.68  # as in MRPC
+CHANGES = ("negation", "swapped_roles", "number", "city", "day")
 
 
 def _event(rng):
@@ -48,9 +49,10 @@ def _sentence(event, rng):
     who, what = event["giver"], f"{event['count']} {event['things']}"
     whom, city, day = event["receiver"], event["city"], event["day"]
     templates = [
-        f"{who} {verb} {what} to {whom} in {city} .",
-        f"In {city} , {who} {verb} {what} to {whom} .",
-        f"{who} {verb} {whom} {what} in {city} .",
+        f"{who} {verb} {what} to {whom} in {city} on {day} .",
+        f"On {day} , {who} {verb} {what} to {whom} in {city} .",
+        f"In {city} , {who} {verb} {whom} {what} on {day} .",
+        f"{who} {verb} {whom} {what} on {day} in {city} .",
     ]
     return rng.choice(templates)
 
@@ -66,20 +68,19 @@ def _changed(event, change, rng):
         changed["count"] = rng.choice([n for n in range(2, 61) if n != event["count"]])
     elif change == "city":
         changed["city"] = rng.choice([c for c in CITIES if c != event["city"]])
-    elif change == "things":
-        changed["things"] = rng.choice([t for t in THINGS if t != event["things"]])
+    elif change == "day":
+        changed["day"] = rng.choice([d for d in DAYS if d != event["day"]])
     return changed
 
 
 def _pair(rng):
     event = _event(rng)
-    label = int(rng.random() < 0.5)
-    if label:
-        other = event
-    elif rng.random() < 1 / 3:
-        other = _event(rng)  # another event altogether
-    else:
-        other = _changed(event, rng.choice(CHANGES), rng)
+    label = int(rng.random() < POSITIVE_SHARE)
+    other = event
+    if not label:
+        changes = rng.choice([1, 2, 3])
+        for change in rng.sample(CHANGES, changes):
+            other = _changed(other, change, rng)
     return _sentence(event, rng), _sentence(other, rng), label
 
 

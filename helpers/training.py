@@ -55,12 +55,23 @@ def _setup(model, dataloader, epochs, learning_rate, gradient_accumulation_steps
     require_positive_int("gradient_accumulation_steps", gradient_accumulation_steps)
     if len(dataloader) == 0:
         raise ValueError("dataloader is empty: there is nothing to train on")
+    _check_labels(dataloader.dataset, model.config.num_labels)
     if optimizer is None:
         optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
     total_steps = optimizer_steps_per_epoch(len(dataloader), gradient_accumulation_steps) * epochs
     windows = examples_per_window(len(dataloader.dataset), dataloader.batch_size, gradient_accumulation_steps)
     assert len(windows) * epochs == total_steps, "a window per optimizer step"
     return optimizer, make_scheduler(optimizer, total_steps), windows
+
+
+def _check_labels(dataset, num_labels):
+    """Labels outside 0 .. num_labels - 1 would fail deep inside the loss; say so here."""
+    labels = set(dataset.unique("labels")) if "labels" in getattr(dataset, "column_names", ()) else set()
+    wrong = sorted(label for label in labels if not 0 <= label < num_labels)
+    if wrong:
+        raise ValueError(
+            f"the data has labels {sorted(labels)}, but the model has num_labels={num_labels}; "
+            f"load the model with load_model(num_labels={max(labels) + 1})")
 
 
 def train_pytorch(model, dataloader, *, epochs=1, learning_rate=5e-4, gradient_accumulation_steps=1,

@@ -1,0 +1,19 @@
+"""pyproject.toml and environment.yml pin the same stack, so pip and conda users get one course."""
+import re
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def pins(lines):
+    return dict(re.match(r"^\s*-?\s*([A-Za-z0-9_.-]+)==(\S+)\s*$", line).groups()
+                for line in lines if "==" in line)
+
+
+def test_environment_yml_has_the_pyproject_pins():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    expected = pins(project["dependencies"])
+    conda = pins((ROOT / "environment.yml").read_text().splitlines())
+    assert "torch" in expected and expected["torch"] == "2.13.0"
+    assert conda == expected, f"environment.yml differs from pyproject.toml: {set(conda.items()) ^ set(expected.items())}"
