@@ -40,7 +40,10 @@ def run(options):
     try:
         return _run(options, source, out, assignments, work, uids, started)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if os.environ.get("AUTOGRADE_KEEP_WORK"):
+            print(f"AUTOGRADE_KEEP_WORK: work folders kept in {work}", file=sys.stderr)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def _run(options, source, out, assignments, work, uids, started):

@@ -9,6 +9,7 @@ from time import monotonic
 
 from jupyter_client.manager import AsyncKernelManager
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbgrader.preprocessors.base import NbGraderPreprocessor
 from nbformat.v4 import new_output
 from traitlets import Any, Dict, Float, Integer, List, Unicode
 
@@ -179,6 +180,16 @@ class GuardedExecute(Execute):
                                        text="\n[grader] output truncated\n"))
             return None
         return super().output(outs, msg, display_id, cell_index)
+
+
+class DropEmptyNbgraderMetadata(NbGraderPreprocessor):
+    """DeduplicateIds leaves `nbgrader: {}` on a duplicated cell, and nbgrader 0.9.6's
+    OverwriteCells.add_missing_task_cells then fails with KeyError('grade_id'): drop it."""
+
+    def preprocess_cell(self, cell, resources, index):
+        if "nbgrader" in cell.metadata and not cell.metadata.nbgrader.get("grade_id"):
+            del cell.metadata["nbgrader"]
+        return cell, resources
 
 
 class VerdictSaveAutoGrades(SaveAutoGrades):

@@ -8,18 +8,21 @@ import json
 import logging
 import shutil
 import sys
+import time
 from pathlib import Path
 
 from nbconvert.preprocessors import ClearMetadataPreprocessor
 from nbgrader.api import Gradebook
 from nbgrader.converters import Autograde, GenerateFeedback
 from nbgrader.coursedir import CourseDirectory
-from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern,
-                                    LimitOutput)
+from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearOutput,
+                                    DeduplicateIds, IgnorePattern, LimitOutput, OverwriteCells,
+                                    OverwriteKernelspec)
 from traitlets.config import Config
 
 from .course import ensure_venv_on_path
-from .execute import GuardedExecute, VerdictSaveAutoGrades, trusted_setup
+from .execute import (DropEmptyNbgraderMetadata, GuardedExecute, VerdictSaveAutoGrades,
+                      trusted_setup)
 from .feedback import FEEDBACK_PREPROCESSORS
 from .validate import check_structure, read_submission
 
@@ -29,6 +32,7 @@ STATUS_ORDER = ["error", "missing", "invalid_notebook", "timeout", "kernel_died"
 
 
 def grade(job):
+    started = time.monotonic()
     work = Path(job["work"])
     course = work / "course"
     student, assignment = job["student"], job["assignment"]
@@ -52,7 +56,7 @@ def grade(job):
     if timestamp.is_file() and not timestamp.is_symlink() and timestamp.stat().st_size < 100:
         shutil.copy(timestamp, submitted / "timestamp.txt")
 
-    verdicts = {}
+    verdicts, timing = {}, {}
     if valid:
         log_path = work / "nbgrader.log"
         for notebook in valid:
@@ -69,8 +73,11 @@ def grade(job):
                 execution = json.loads(report.read_text())
                 events.extend(execution["events"])
                 verdicts.update({f"{notebook}/{k}": v for k, v in execution["verdicts"].items()})
+        graded_at = time.monotonic()
         _feedback(job, course, log_path, events)
-    result = {"events": events, "verdicts": verdicts, "course": str(course),
+        timing["autograde_s"] = round(graded_at - started, 2)
+        timing["feedback_s"] = round(time.monotonic() - graded_at, 2)
+    result = {"timing": timing, "events": events, "verdicts": verdicts, "course": str(course),
               "status": _status(events), "detail": "; ".join(_unique(d for _, d in events))}
     (work / "result.json").write_text(json.dumps(result))
     return result
@@ -85,6 +92,9 @@ def _config(job, course, notebook, report, release_path):
     config.Autograde.autograde_preprocessors = [
         GuardedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
         VerdictSaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+    config.Autograde.sanitize_preprocessors = [
+        ClearOutput, DeduplicateIds, DropEmptyNbgraderMetadata, OverwriteKernelspec,
+        OverwriteCells, CheckCellMetadata]
     config.OverwriteCells.add_missing_cells = True
     limits = job["limits"]
     execute = config.GuardedExecute

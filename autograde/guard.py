@@ -169,6 +169,24 @@ def _restore_class(cls, snapshot, label, report):
                 pass
 
 
+def _fingerprint(code):
+    """What a function's code does, independent of line numbers and of how it was compiled
+    (IPython and exec() emit different bytecode for the same source)."""
+    consts = tuple(_fingerprint(c) if isinstance(c, types.CodeType) else repr(c)
+                   for c in code.co_consts)
+    return (code.co_name, code.co_names, code.co_varnames, code.co_argcount, consts)
+
+
+def _same(current, trusted):
+    """Is `current` what the instructor's statement binds (same module, same function)?"""
+    if isinstance(trusted, types.FunctionType):
+        return isinstance(current, types.FunctionType) and (
+            _fingerprint(current.__code__) == _fingerprint(trusted.__code__))
+    if isinstance(trusted, type):
+        return isinstance(current, type) and current.__qualname__ == trusted.__qualname__
+    return current is trusted
+
+
 def run_test(token, grade_id, source, setup):
     """Restore, re-run the instructor's set-up statements, run one test cell, print the token."""
     import linecache
@@ -181,7 +199,15 @@ def run_test(token, grade_id, source, setup):
     shell = _state["shell"]
     namespace = shell.user_ns
     namespace["__builtins__"] = builtins
-    _state["exec"](_state["compile"](setup, "<course set-up>", "exec"), namespace)
+    setup_code = _state["compile"](setup, "<course set-up>", "exec")
+    fresh = {"__builtins__": builtins}
+    _state["exec"](setup_code, fresh)
+    redefined = sorted(name for name, value in fresh.items()
+                       if name != "__builtins__" and not _same(namespace.get(name), value))
+    if redefined:
+        out.write(f"{token} TAMPERED {json.dumps(['redefined ' + n for n in redefined])}\n")
+        out.flush()
+    _state["exec"](setup_code, namespace)
     filename = f"<test {grade_id}>"
     code = shell.transform_cell(source)
     linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)

@@ -84,8 +84,11 @@ def _owned_processes(uid):
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                if os.stat(f"/proc/{entry}").st_uid == uid:
-                    pids.append(int(entry))
+                if os.stat(f"/proc/{entry}").st_uid != uid:
+                    continue
+                with open(f"/proc/{entry}/stat") as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] != "Z":  # zombies are already dead
+                        pids.append(int(entry))
             except OSError:
                 pass
     return pids

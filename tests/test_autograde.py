@@ -1,0 +1,195 @@
+"""End to end: `python -m autograde` on the toy assignment's hostile corpus, graded in parallel.
+
+One batch grades the whole corpus (module fixture); the tests then read its table, feedback,
+gradebook and the untouched submissions. Needs root (the sandbox), as CI has.
+"""
+import csv
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from autograde_corpus import CASES  # noqa: E402
+from autograde_toy import HIDDEN_MARKERS, PERFECT, answer, write_source  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+TOY_OPTIONS = ["--cell-timeout", "4", "--timeout", "12", "--memory-mb", "2048",
+               "--max-output-bytes", "100000", "--preload", "numpy",
+               "--protected", "builtins", "math", "numpy", "IPython", "ipykernel"]
+
+
+def autograde(submissions, out, source, *extra, jobs=None):
+    command = [sys.executable, "-m", "autograde", "--submissions", str(submissions), "--out",
+               str(out), "--source", str(source), "--jobs", str(jobs or os.cpu_count()),
+               *TOY_OPTIONS, *extra]
+    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=900)
+
+
+def table(out):
+    with open(Path(out) / "grades.csv", newline="") as f:
+        return {(r["student_id"], r["assignment"]): r for r in csv.DictReader(f)}
+
+
+def digest(root):
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(Path(root).rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def toy():
+    # Our own folder: pytest's shared /tmp/pytest-of-<user> is pruned by concurrent runs.
+    root = Path(tempfile.mkdtemp(prefix="autograde-test-"))
+    source = write_source(root / "source")
+    seed = root / "seed"
+    from autograde.course import assignments_in, prepare
+    prepare(source, seed, assignments_in(source))
+    release = nbformat.read(seed / "release" / "toy" / "toy.ipynb", as_version=4)
+    yield root, source, release
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def graded(toy):
+    root, source, release = toy
+    submissions, out = root / "submissions", root / "out"
+    context = {"source": str(source / "toy" / "toy.ipynb"), "source_dir": str(source),
+               "gradebook": str(out / "gradebook.db"),
+               "other": str(submissions / "perfect" / "toy" / "toy.ipynb"),
+               "other_copy": str(out / "submitted" / "perfect" / "toy" / "toy.ipynb"),
+               "helpers": str(REPO / "helpers" / "__init__.py")}
+    for student, build, _, _ in CASES:
+        folder = submissions / student / "toy"
+        folder.mkdir(parents=True)
+        content = build(release, context)
+        if content is None:
+            (folder / "notes.txt").write_text("I forgot the notebook")
+        elif isinstance(content, bytes):
+            (folder / "toy.ipynb").write_bytes(content)
+        else:
+            nbformat.write(content, folder / "toy.ipynb")
+    before = digest(submissions)
+    helpers_before = digest(REPO / "helpers")
+    run = autograde(submissions, out, source)
+    return {"run": run, "out": out, "submissions": submissions, "before": before,
+            "helpers_before": helpers_before, "source": source}
+
+
+def test_batch_completes_with_exit_0_and_a_summary(graded):
+    run = graded["run"]
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert f"Graded {len(CASES)} submissions" in run.stdout
+    assert "failed" in run.stdout and "timeout" in run.stdout
+    assert f"{len(CASES)}/{len(CASES)}" in run.stderr  # the progress reached the end
+
+
+@pytest.mark.parametrize("student,expected_score,expected_status",
+                         [(s, score, status) for s, _, score, status in CASES])
+def test_each_submission_gets_its_score_and_status(graded, student, expected_score,
+                                                   expected_status):
+    row = table(graded["out"])[(student, "toy")]
+    assert (float(row["score"]), row["status"]) == (expected_score, expected_status), row
+    assert float(row["max_score"]) == 6
+
+
+def test_submissions_are_byte_identical_afterwards(graded):
+    assert digest(graded["submissions"]) == graded["before"]
+    assert digest(REPO / "helpers") == graded["helpers_before"]
+
+
+def test_student_code_cannot_reach_outside_its_sandbox(graded):
+    out = graded["out"]
+    nb = nbformat.read(out / "autograded" / "reach_outside" / "toy" / "toy.ipynb", as_version=4)
+    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    assert "REACH" in text
+    attempts = dict(eval(text.split("REACH", 1)[1].strip().splitlines()[0]))
+    assert len(attempts) == 8 and set(attempts.values()) == {"DENIED"}, attempts
+
+
+def test_feedback_never_shows_hidden_tests(graded):
+    feedback = list((graded["out"] / "feedback").rglob("*.html"))
+    graded_rows = [r for r in table(graded["out"]).values() if r["status"] not in
+                   ("invalid_notebook", "missing")]
+    assert len(feedback) == len(graded_rows)
+    for page in feedback:
+        html = page.read_text()
+        assert not any(marker in html for marker in HIDDEN_MARKERS), page
+        assert "assert add(1, 2) == 3" in html  # visible tests stay
+    # the autograded copy for the instructor keeps them: the scrubbing is what protects them
+    autograded = graded["out"] / "autograded" / "blank" / "toy" / "toy.ipynb"
+    assert HIDDEN_MARKERS[0] in autograded.read_text()
+
+
+def test_gradebook_holds_every_row_for_formgrader(graded):
+    from nbgrader.api import Gradebook
+    from autograde.course import ensure_venv_on_path
+    ensure_venv_on_path()
+    rows = table(graded["out"])
+    with Gradebook(f"sqlite:///{graded['out']}/gradebook.db") as gb:
+        for (student, assignment), row in rows.items():
+            submission = gb.find_submission(assignment, student)
+            assert submission.score == float(row["score"]), student
+    assert (graded["out"] / "nbgrader_config.py").exists()
+
+
+def test_plain_nbgrader_would_have_been_fooled(graded):
+    """The corpus is hostile for real: nbgrader's own rule (errors/stderr in outputs) misjudges
+    these notebooks, which our verdicts grade correctly."""
+    from nbgrader.utils import determine_grade
+    nb = nbformat.read(graded["out"] / "autograded" / "stderr_chatter" / "toy" / "toy.ipynb",
+                       as_version=4)
+    test_add = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "test_add")
+    assert determine_grade(test_add)[0] == 0  # nbgrader: stderr costs the points; we gave them
+
+
+def test_running_twice_gives_the_same_table(graded, toy, tmp_path):
+    _, source, _ = toy
+    subset = tmp_path / "subset"
+    for student in ("perfect", "broken_json", "patches_numpy", "kills_kernel"):
+        (subset / student).mkdir(parents=True)
+        os.symlink(graded["submissions"] / student / "toy", subset / student / "toy")
+    first = {k: v for k, v in table(graded["out"]).items() if k[0] in
+             ("perfect", "broken_json", "patches_numpy", "kills_kernel")}
+    run = autograde(subset, graded["out"], source)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert table(graded["out"]) == first
+
+
+def test_lms_zip_is_collected_like_zip_collect(toy, tmp_path):
+    root, source, release = toy
+    archive = tmp_path / "export.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("alice_1234_assignsubmission_file_toy.ipynb",
+                    nbformat.writes(answer(release, PERFECT)))
+        zf.writestr("bob_5678_assignsubmission_file_toy.ipynb", nbformat.writes(answer(release, {})))
+        zf.writestr("../../escape_toy.ipynb", "{}")
+        zf.writestr("carol_readme.txt", "not a notebook")
+    out = tmp_path / "out"
+    run = autograde(archive, out, source)
+    assert run.returncode == 0, run.stderr[-3000:]
+    rows = table(out)
+    assert {k: (v["score"], v["status"]) for k, v in rows.items()} == {
+        ("alice", "toy"): ("6", "graded"), ("bob", "toy"): ("0", "graded")}
+    assert not (tmp_path.parent / "escape_toy.ipynb").exists()
+
+
+def test_batch_level_failures_exit_non_zero(toy, tmp_path):
+    _, source, _ = toy
+    missing = autograde(tmp_path / "nowhere", tmp_path / "out", source)
+    assert missing.returncode == 2 and "no such file" in missing.stderr
+    broken = tmp_path / "broken_source" / "toy"
+    broken.mkdir(parents=True)
+    nb = nbformat.read(source / "toy" / "toy.ipynb", as_version=4)
+    nb.cells[2].source = "### BEGIN SOLUTION\nx = 1"  # no END SOLUTION: nbgrader refuses
+    nbformat.write(nb, broken / "toy.ipynb")
+    (tmp_path / "subs").mkdir()
+    bad_course = autograde(tmp_path / "subs", tmp_path / "out", broken.parent)
+    assert bad_course.returncode == 2 and "generate_assignment" in bad_course.stderr
