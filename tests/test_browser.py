@@ -1,0 +1,212 @@
+"""A student's JupyterLab, in a real browser: lesson 1 runs through the UI and nbgrader's Validate works.
+
+The test starts `jupyter lab` on 127.0.0.1 (a free port, a token, the course's nbgrader config
+through JUPYTER_CONFIG_PATH=autograde, as `make lab` does) in a temporary folder holding two
+copies of the student release notebooks/01_basic_loop/01_basic_loop.ipynb:
+
+- notebooks/01_basic_loop/01_basic_loop.ipynb with the exercises answered (the solutions' code
+  pasted into the answer cells, as a student who solved them has it). Headless Chromium,
+  driven by Playwright, runs it with Run > Run All Cells; every code cell must finish, outputs
+  (text and the plot) must appear, and no error may be shown.
+- fresh/01_basic_loop/01_basic_loop.ipynb as released, with the exercises unanswered. The
+  nbgrader "Validate" button on its toolbar must open the validation results, which must say
+  that it failed and name the failing test cells (by their code, as nbgrader's dialog does).
+
+Screenshots land in build/browser/. The browser is Debian's chromium (/usr/bin/chromium, from
+apt), launched by path; Playwright never downloads one. Without it the test is skipped with
+the command to install it, except under CI (COURSE_REQUIRE_BROWSER=1, set by .ci/run), where
+it fails.
+"""
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+LESSON = "01_basic_loop"
+STUDENT_NOTEBOOK = REPO / "notebooks" / LESSON / f"{LESSON}.ipynb"
+SOLUTION_NOTEBOOK = REPO / "solutions" / LESSON / f"{LESSON}.ipynb"
+SCREENSHOTS = REPO / "build" / "browser"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ERROR_OUTPUTS = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
+
+
+def _need_browser():
+    problems = []
+    if not CHROMIUM.exists():
+        problems.append("Debian's chromium is missing: sudo apt-get install chromium")
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        problems.append("the Playwright client is missing: make setup (it is in the `test` extra)")
+    if problems:
+        message = "the browser test needs: " + "; ".join(problems)
+        if os.environ.get("COURSE_REQUIRE_BROWSER") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+def answered(student, solution):
+    """The student notebook with every answer cell holding the solution's code (markers removed)."""
+    solutions = {cell["metadata"]["nbgrader"]["grade_id"]: cell for cell in solution["cells"]
+                 if "nbgrader" in cell["metadata"]}
+    notebook = json.loads(json.dumps(student))
+    for cell in notebook["cells"]:
+        nbgrader = cell["metadata"].get("nbgrader", {})
+        if nbgrader.get("solution"):
+            source = "".join(solutions[nbgrader["grade_id"]]["source"])
+            cell["source"] = "".join(line for line in source.splitlines(keepends=True)
+                                     if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
+    return notebook
+
+
+def graded_cells(notebook):
+    return [cell for cell in notebook["cells"] if cell["metadata"].get("nbgrader", {}).get("grade")
+            and cell["cell_type"] == "code"]
+
+
+def _free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _wait_for_server(url, server, log, deadline):
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"jupyter lab exited with {server.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise TimeoutError(f"jupyter lab did not answer at {url}:\n{log.read_text()[-3000:]}")
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A JupyterLab server on 127.0.0.1 over a temporary folder; yields (base_url, token, folder)."""
+    _need_browser()
+    if not STUDENT_NOTEBOOK.exists():
+        pytest.fail(f"{STUDENT_NOTEBOOK.relative_to(REPO)} is missing: make release")
+    root = tmp_path_factory.mktemp("lab")
+    student = json.loads(STUDENT_NOTEBOOK.read_text())
+    for folder, notebook in (("notebooks", answered(student, json.loads(SOLUTION_NOTEBOOK.read_text()))),
+                             ("fresh", student)):
+        (root / folder / LESSON).mkdir(parents=True)
+        (root / folder / LESSON / f"{LESSON}.ipynb").write_text(json.dumps(notebook, indent=1))
+    settings = root / ".settings" / "@jupyterlab"
+    for plugin, value in (("notebook-extension/tracker", '{"windowingMode": "none"}'),  # all cells in the DOM
+                          ("apputils-extension/notification", '{"fetchNews": "false"}')):  # no news pop-up
+        (settings / plugin).parent.mkdir(parents=True, exist_ok=True)
+        (settings / f"{plugin}.jupyterlab-settings").write_text(value)
+    port, token = _free_port(), secrets.token_hex(16)
+    venv_bin = str(Path(sys.executable).parent)
+    env = dict(os.environ, JUPYTER_CONFIG_PATH=str(REPO / "autograde"),
+               JUPYTER_RUNTIME_DIR=str(root / ".runtime"), PATH=venv_bin + os.pathsep + os.environ["PATH"])
+    log = root / ".lab.log"
+    with open(log, "w") as log_file:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ip=127.0.0.1",
+             f"--port={port}", "--port-retries=0", f"--IdentityProvider.token={token}",
+             f"--ServerApp.root_dir={root}", f"--LabApp.user_settings_dir={root / '.settings'}",
+             f"--LabApp.workspaces_dir={root / '.workspaces'}",
+             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+            cwd=root, env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        _wait_for_server(f"{base}/api/status?token={token}", server, log, time.monotonic() + 60)
+        yield base, token, root
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)  # the server and the kernels it started
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+
+
+@pytest.fixture(scope="module")
+def page(lab, tmp_path_factory):
+    from playwright.sync_api import sync_playwright
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    profile = tmp_path_factory.mktemp("chromium-profile")  # a fresh --user-data-dir
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(profile), executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS,
+            viewport={"width": 1400, "height": 1400})
+        try:
+            yield context.new_page()
+        finally:
+            context.close()
+
+
+def open_notebook(page, lab, path):
+    base, token, _ = lab
+    page.goto(f"{base}/lab/tree/{path}?token={token}")
+    page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook").wait_for(timeout=60_000)
+    wait_for_idle_kernel(page)
+
+
+def wait_for_idle_kernel(page, timeout=60_000):
+    """The status bar reads "Python 3 (ipykernel) | Idle" once the kernel has started and is idle."""
+    page.wait_for_function(
+        "() => /\\(ipykernel\\) \\| Idle/.test(document.querySelector('#jp-main-statusbar').textContent)",
+        timeout=timeout)
+
+
+def test_lesson_runs_all_cells_in_the_browser(lab, page):
+    open_notebook(page, lab, f"notebooks/{LESSON}/{LESSON}.ipynb")
+    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+    page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+    # Run All marks every code cell [*]; the run is over when none is left (after an error the
+    # queued cells go back to [ ])
+    prompts = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell .jp-InputPrompt"
+    page.wait_for_function(
+        f"""() => {{
+            const prompts = [...document.querySelectorAll('{prompts}')].map(p => p.textContent);
+            return prompts.some(p => /\\[\\d+\\]/.test(p)) && !prompts.some(p => p.includes('*'));
+        }}""", timeout=150_000)
+    wait_for_idle_kernel(page)
+    page.screenshot(path=str(SCREENSHOTS / f"{LESSON}-run-all.png"), full_page=True)
+
+    notebook = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook")
+    errors = [text for text in notebook.locator(ERROR_OUTPUTS).all_inner_texts()
+              if "Traceback" in text or "Error" in text]
+    assert errors == [], "the lesson shows errors in the browser:\n" + "\n---\n".join(errors)
+    not_run = [text for text in page.locator(prompts).all_inner_texts() if not re.search(r"\[\d+\]", text)]
+    assert not_run == [], f"{len(not_run)} code cells did not run"
+    texts = notebook.locator(".jp-OutputArea-output").all_inner_texts()
+    assert len(texts) >= 5, f"too few outputs appeared: {texts}"
+    assert any("Correct" in text for text in texts), "the visible tests printed no 'Correct'"
+    assert notebook.locator(".jp-RenderedImage img").count() >= 1, "the plot did not appear"
+
+
+def test_nbgrader_validate_names_the_failing_cells(lab, page):
+    open_notebook(page, lab, f"fresh/{LESSON}/{LESSON}.ipynb")
+    page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .validate-button").click()
+    dialog = page.locator(".jp-Dialog")
+    dialog.locator(".jp-Dialog-header", has_text="Validation Results").wait_for(timeout=120_000)
+    page.screenshot(path=str(SCREENSHOTS / f"{LESSON}-validate.png"))
+    text = dialog.inner_text()
+    assert dialog.locator(".validation-failed").count() == 1, f"expected a failed validation:\n{text}"
+    assert "NotImplementedError" in text
+    tests = graded_cells(json.loads(STUDENT_NOTEBOOK.read_text()))
+    assert tests, "lesson 1 has no graded test cells"
+    for cell in tests:
+        first_line = "".join(cell["source"]).splitlines()[0]
+        assert first_line in text, f"the validation results do not name the test cell {first_line!r}"
+    dialog.locator("button", has_text="Ok").click()
