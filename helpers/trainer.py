@@ -9,12 +9,13 @@ def make_trainer(model, tokenizer, data, *, output_dir="build/trainer", epochs=2
                  gradient_accumulation_steps=2, learning_rate=5e-4, **training_args):
     """A Trainer on tokenized `data` (train / validation splits); evaluates every epoch.
 
-    Extra keyword arguments go to TrainingArguments (e.g. seed=1, use_cpu=True).
+    Extra keyword arguments go to TrainingArguments and win over the defaults below
+    (e.g. seed=1, use_cpu=True, logging_steps=1).
     """
     require_positive_int("epochs", epochs)
     require_positive_int("batch_size", batch_size)
     require_positive_int("gradient_accumulation_steps", gradient_accumulation_steps)
-    args = TrainingArguments(
+    defaults = dict(
         output_dir=output_dir,
         eval_strategy="epoch",          # `evaluation_strategy` on older slides
         gradient_accumulation_steps=gradient_accumulation_steps,
@@ -26,8 +27,8 @@ def make_trainer(model, tokenizer, data, *, output_dir="build/trainer", epochs=2
         logging_strategy="epoch",
         save_strategy="no",
         report_to="none",
-        **training_args,
     )
+    args = TrainingArguments(**{**defaults, **training_args})
     return Trainer(
         model=model, args=args,
         train_dataset=data["train"], eval_dataset=data["validation"],

@@ -1,0 +1,92 @@
+"""Train the default model once per path of the course and compare them in one table.
+
+    python -m helpers.compare        # prints the table, saves build/compare/loss_curves.png
+
+The paths: the plain loop, the Accelerator loop, accumulation by hand, accumulation with
+`accelerator.accumulate`, and the Trainer. All start from the same weights and see the same
+examples with the same effective batch, so they should reach about the same accuracy.
+"""
+import argparse
+import time
+from pathlib import Path
+
+import torch
+
+from .data import load_data, make_dataloader, tokenize_data
+from .modeling import load_model, load_tokenizer
+from .plots import plot_history
+from .quiet import quiet
+from .trainer import make_trainer
+from .training import History, evaluate, train_accelerate, train_pytorch
+
+FAST = dict(sizes={"train": 3000, "validation": 400, "test": 400}, epochs=3, batch_size=32,
+            learning_rate=1e-3)
+ACCUMULATION_STEPS = 2
+
+
+def _loops():
+    """(name, train function, accumulation steps) for the four loops of the slides."""
+    accelerate = lambda model, loader, **kw: train_accelerate(model, loader, cpu=True, **kw)[0]
+    return [("plain loop", train_pytorch, 1), ("Accelerator", accelerate, 1),
+            ("accumulation by hand", train_pytorch, ACCUMULATION_STEPS),
+            ("accelerator.accumulate", accelerate, ACCUMULATION_STEPS)]
+
+
+def _trainer_history(trainer, seconds):
+    """The Trainer's log (one entry per optimizer step, with logging_steps=1) as a History."""
+    logs = [log for log in trainer.state.log_history if "loss" in log]
+    return History([log["loss"] for log in logs], [log["learning_rate"] for log in logs], seconds)
+
+
+def compare_paths(sizes, epochs, batch_size, learning_rate, seed=0, progress=True):
+    """Train every path; return rows (path, optimizer steps, final loss, accuracy, seconds) and histories."""
+    tokenizer = load_tokenizer()
+    with quiet():
+        data = tokenize_data(load_data(sizes=sizes, seed=seed), tokenizer)
+    validation = make_dataloader(data["validation"], tokenizer, 64)
+    rows, histories = [], {}
+    for name, train, n in _loops():
+        torch.manual_seed(seed)
+        model = load_model()
+        loader = make_dataloader(data["train"], tokenizer, batch_size // n, shuffle=True, seed=seed)
+        history = train(model, loader, epochs=epochs, learning_rate=learning_rate,
+                        gradient_accumulation_steps=n, progress=progress)
+        histories[name] = history
+        rows.append((name, history.optimizer_steps, history.loss[-1], evaluate(model, validation)["accuracy"],
+                     history.seconds))
+    torch.manual_seed(seed)
+    trainer = make_trainer(load_model(), tokenizer, data, output_dir="build/compare/trainer", epochs=epochs,
+                           batch_size=batch_size // ACCUMULATION_STEPS, learning_rate=learning_rate,
+                           gradient_accumulation_steps=ACCUMULATION_STEPS, use_cpu=True,
+                           disable_tqdm=not progress, seed=seed, logging_strategy="steps", logging_steps=1)
+    start = time.perf_counter()
+    trainer.train()
+    history = histories["Trainer"] = _trainer_history(trainer, time.perf_counter() - start)
+    rows.append(("Trainer", history.optimizer_steps, history.loss[-1], trainer.evaluate()["eval_accuracy"],
+                 history.seconds))
+    return rows, histories
+
+
+def format_table(rows):
+    header = f"{'path':24s} {'optimizer steps':>15s} {'final loss':>10s} {'val. accuracy':>13s} {'seconds':>8s}"
+    lines = [header, "-" * len(header)]
+    lines += [f"{name:24s} {steps:15d} {loss:10.3f} {accuracy:13.3f} {seconds:8.1f}"
+              for name, steps, loss, accuracy, seconds in rows]
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Compare the course's training paths on the default data.")
+    parser.add_argument("--out", default="build/compare", help="folder for the loss-curve plot")
+    parser.add_argument("--epochs", type=int, default=FAST["epochs"])
+    args = parser.parse_args(argv)
+    rows, histories = compare_paths(**{**FAST, "epochs": args.epochs})
+    print(format_table(rows))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    plot_history(histories, title="The course's training paths").savefig(out / "loss_curves.png", dpi=120)
+    print(f"loss curves: {out / 'loss_curves.png'}")
+
+
+if __name__ == "__main__":
+    main()
