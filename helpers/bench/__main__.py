@@ -1,0 +1,120 @@
+"""`make bench`: measure speed, memory and learning into build/bench/report.md, with plots beside it.
+
+    python -m helpers.bench                      # all five figures, 3 repeats (about 15-25 minutes)
+    python -m helpers.bench --figures 3 4 5      # some of them
+    python -m helpers.bench --tiny --out DIR     # every code path in seconds (tests/test_bench.py)
+
+Every figure is a ratio of two things measured side by side in the same run, repeated; the report
+gives the median and the spread [min-max] of the repeats, and says how each was measured.
+"""
+import argparse
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from .common import machine
+from .notebooks import figure_collection, figure_grading
+from .training import figure_learning, figure_memory, figure_overhead
+
+REPO = Path(__file__).resolve().parents[2]
+FIGURES = {1: figure_collection, 2: figure_grading, 3: figure_overhead, 4: figure_memory, 5: figure_learning}
+TITLES = {1: "Collection", 2: "Grading", 3: "Training core", 4: "Memory", 5: "Learning"}
+FULL = dict(repeats=3, submissions=20, jobs=None, warm_up=True,
+            overhead_sizes={"train": 640, "validation": 16, "test": 8}, overhead_batch_size=16,
+            memory_sizes={"train": 128, "validation": 8, "test": 8}, memory_batch=64, memory_steps=(1, 2, 4, 8),
+            learning_sizes=None, learning_batch_size=32, learning_epochs=3, learning_seeds=3,
+            learning_points_per_epoch=4)
+TINY = dict(repeats=1, submissions=2, jobs=2, warm_up=False,
+            overhead_sizes={"train": 24, "validation": 8, "test": 8}, overhead_batch_size=8,
+            memory_sizes={"train": 16, "validation": 8, "test": 8}, memory_batch=8, memory_steps=(1, 2),
+            learning_sizes={"train": 32, "validation": 16, "test": 8}, learning_batch_size=16, learning_epochs=1,
+            learning_seeds=1, learning_points_per_epoch=2)
+
+
+def run(out, figures=tuple(FIGURES), tiny=False, repeats=None, jobs=None):
+    """Measure `figures` and write out/report.md with the plots; returns the Figure objects."""
+    import os
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    setting = dict(TINY if tiny else FULL)
+    setting["repeats"] = repeats or setting["repeats"]
+    setting["jobs"] = jobs or setting["jobs"] or os.cpu_count() or 1
+    about = machine()
+    results, started = [], time.perf_counter()
+    for number in sorted(FIGURES):
+        if number not in figures:
+            results.append(_not_measured(number, "not asked for in this run (--figures)"))
+            continue
+        print(f"figure {number}: {TITLES[number]} ...", flush=True)
+        figure_started = time.perf_counter()
+        try:
+            figure = FIGURES[number](setting, out)
+        except Exception as error:  # one figure failing must not hide the others; the report says why
+            traceback.print_exc()
+            figure = _not_measured(number, f"{type(error).__name__}: {str(error).strip()[:600]}")
+        figure.seconds = time.perf_counter() - figure_started
+        print(f"  {figure.headline or figure.not_measured} ({figure.seconds:.0f} s)", flush=True)
+        results.append(figure)
+    (out / "report.md").write_text(render(results, about, setting, tiny, time.perf_counter() - started))
+    return results
+
+
+def _not_measured(number, why):
+    from .common import Figure
+    return Figure(number, TITLES[number], not_measured=why)
+
+
+def render(figures, about, setting, tiny, seconds):
+    lines = ["# Benchmark report", "",
+             "Written by `make bench` (`python -m helpers.bench`"
+             + (" --tiny: a smoke-test setting, not a measurement" if tiny else "") + ") on "
+             + time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()) + f", in {seconds / 60:.1f} minutes.", "",
+             "Each figure is a ratio of two things measured side by side in this run; a value reads "
+             f"`median [min-max], n=repeats` ({setting['repeats']} repeats unless said otherwise).", "",
+             "## Summary", ""]
+    for figure in figures:
+        lines.append(f"{figure.number}. **{TITLES[figure.number]}**: "
+                     + (figure.headline or f"not measured: {figure.not_measured}"))
+    for figure in figures:
+        lines += ["", f"## {figure.number}. {figure.title}", ""]
+        if figure.not_measured:
+            lines.append(f"Not measured: {figure.not_measured}")
+            continue
+        lines += [figure.headline, ""]
+        if figure.table:
+            lines.append("| " + " | ".join(figure.table[0]) + " |")
+            lines.append("|" + "---|" * len(figure.table[0]))
+            lines += ["| " + " | ".join(row) + " |" for row in figure.table[1:]]
+            lines.append("")
+        if figure.plot:
+            lines += [f"![{figure.title}]({figure.plot})", ""]
+        lines.append(f"Method: {figure.method} ({getattr(figure, 'seconds', 0):.0f} s)")
+    lines += ["", "## Machine and versions", ""]
+    lines += [f"- {key}: {value}" for key, value in about.items()]
+    lines += ["", "## Method, in general", "",
+              "- Times are wall-clock (`time.perf_counter`) unless a table says CPU seconds. The machine may be "
+              "shared: the load average at the start is above; ratios taken within one round cancel most "
+              "of the drift that a busy machine adds, and the spread shows what is left.",
+              "- Memory is measured, not computed from shapes: see figure 4 and `helpers/memory.py`.",
+              "- Nothing here is asserted by the test suite: tests/test_bench.py only checks that the code "
+              "runs and writes this report on a tiny setting.", ""]
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m helpers.bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default=str(REPO / "build" / "bench"))
+    parser.add_argument("--figures", type=int, nargs="+", default=list(FIGURES), choices=list(FIGURES))
+    parser.add_argument("--repeats", type=int, default=None, help="rounds per figure (default 3)")
+    parser.add_argument("--jobs", type=int, default=None, help="make autograde's --jobs (default: nproc)")
+    parser.add_argument("--tiny", action="store_true", help="a few seconds per figure: checks the code only")
+    options = parser.parse_args(argv)
+    figures = run(options.out, options.figures, options.tiny, options.repeats, options.jobs)
+    print(f"report: {Path(options.out) / 'report.md'}")
+    return 0 if all(not f.not_measured for f in figures if f.number in options.figures) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
