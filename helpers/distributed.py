@@ -1,5 +1,8 @@
 """Run a training function on several CPU processes (gloo), from a script or a notebook."""
+import contextlib
+import io
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -19,6 +22,11 @@ class _SaveMainResult:
         self.__name__ = self.__qualname__ = getattr(function, "__name__", "function")
 
     def __call__(self, *args):
+        # A forked child must not write through a Jupyter kernel's output streams: their locks and
+        # sockets belong to the parent's threads, so a write can hang the child or kill the kernel.
+        # Plain file descriptors are safe (the kernel forwards what arrives on 1 and 2).
+        sys.stdout = open(os.dup(1), "w", buffering=1)
+        sys.stderr = open(os.dup(2), "w", buffering=1)
         result = self.function(*args)
         if PartialState().is_main_process:
             torch.save(result, self.result_file)
@@ -39,8 +47,12 @@ def run_on_processes(function, *args, num_processes=2):
         result_file = Path(folder) / "result.pt"
         # gloo picks a network interface from the host name; loopback always works here
         os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
-        notebook_launcher(_SaveMainResult(function, result_file), args,
-                          num_processes=num_processes, master_addr="127.0.0.1", use_port=_free_port())
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()  # nothing of ours in flight while the processes fork
+        # (and no "Launching training on 2 CUDAs" from accelerate: it says so even on a CPU)
+        with contextlib.redirect_stdout(io.StringIO()):
+            notebook_launcher(_SaveMainResult(function, result_file), args,
+                              num_processes=num_processes, master_addr="127.0.0.1", use_port=_free_port())
         AcceleratorState._reset_state(reset_partial_state=True)
         return torch.load(result_file, weights_only=False)
 
