@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -65,10 +66,11 @@ def _run(options, source, out, assignments, work, uids, started):
         slot = slots.get()
         try:
             return _grade_one(options, index, submission, copy, assignments, out, template,
-                              jobs_dir, kernels_dir, slot, uids[slot], env, hide)
+                              jobs_dir, kernels_dir, slot, uids[slot], env, hide, server)
         finally:
             slots.put(slot)
 
+    server = ForkServer(work / "forkserver.log", None if uids[0] is not None else env)
     rows = []
     print(f"Grading {len(submissions)} submissions with {options.jobs} parallel jobs ...",
           file=sys.stderr)
@@ -83,11 +85,59 @@ def _run(options, source, out, assignments, work, uids, started):
                           "course": None}
             rows.append(_merge(out, submission, result, assignments))
             report.progress(len(rows), len(submissions), rows[-1])
+    server.close()
     report.write_csv(out / "grades.csv", rows)
     print(report.summary(rows, time.monotonic() - started, options.jobs))
     print(f"Table: {out / 'grades.csv'}  Feedback: {out / 'feedback'}  Gradebook: "
           f"{out / 'gradebook.db'}")
     return rows
+
+
+class ForkServer:
+    """One `python -m autograde.grade --serve` process that has imported nbgrader once and forks
+    a fresh child per submission (saves seconds of imports per submission)."""
+
+    def __init__(self, log_path, extra_env):
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "autograde.grade", "--serve"], cwd=REPO, text=True,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(log_path, "w"),
+            env={**os.environ, **(extra_env or {})})
+        self.lock = threading.Lock()
+        self.pids, self.done = {}, {}
+        self.events = {}
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.process.stdout:
+            kind, job, value = line.split()
+            event = self.events[job]
+            if kind == "started":
+                self.pids[job] = int(value)
+            else:
+                self.done[job] = int(value)
+                event.set()
+
+    def run(self, job_path, timeout):
+        """Grade one job; False when it ran past `timeout` and was killed."""
+        job = str(job_path)
+        self.events[job] = threading.Event()
+        with self.lock:
+            self.process.stdin.write(job + "\n")
+            self.process.stdin.flush()
+        if self.events[job].wait(timeout):
+            return True
+        pid = self.pids.get(job)
+        if pid:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.events[job].wait(30)
+        return False
+
+    def close(self):
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
 
 
 def _copy_submission(submission, notebooks, out):
@@ -108,7 +158,7 @@ def _copy_submission(submission, notebooks, out):
 
 
 def _grade_one(options, index, submission, copy, assignments, out, template, jobs_dir,
-               kernels_dir, slot, uid, env, hide):
+               kernels_dir, slot, uid, env, hide, server):
     job_dir = jobs_dir / f"job{index}"
     job_dir.mkdir(mode=0o700)
     scratch = kernels_dir / f"kernel{slot}"
@@ -137,15 +187,9 @@ def _grade_one(options, index, submission, copy, assignments, out, template, job
            "protected_packages": options.protected, "preload": options.preload}
     (job_dir / "job.json").write_text(json.dumps(job))
     budget = options.timeout * len(job["notebooks"]) + 180
-    process = subprocess.Popen([sys.executable, "-m", "autograde.grade", str(job_dir / "job.json")],
-                               cwd=REPO, start_new_session=True, stdout=subprocess.DEVNULL,
-                               stderr=open(job_dir / "worker.log", "w"),
-                               env={**os.environ, **({} if uid is not None else env)})
+    killed = False
     try:
-        process.wait(timeout=budget)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+        killed = not server.run(job_dir / "job.json", budget)
     finally:
         if uid is not None:
             sandbox.kill_all(uid)
@@ -153,7 +197,7 @@ def _grade_one(options, index, submission, copy, assignments, out, template, job
     result_path = job_dir / "result.json"
     if result_path.exists():
         return json.loads(result_path.read_text())
-    if process.returncode == -signal.SIGKILL:
+    if killed:
         return {"status": "timeout", "detail": f"grading took over {budget:.0f} s", "course": None}
     tail = (job_dir / "worker.log").read_text()[-300:]
     return {"status": "error", "detail": f"grader crashed: {tail}", "course": None}

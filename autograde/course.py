@@ -56,8 +56,13 @@ def prepare(source_root, out, assignments):
         shutil.copytree(Path(source_root) / assignment, target,
                         ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
         command = [sys.executable, "-m", "nbgrader", "generate_assignment", assignment, "--force",
-                   f"--CourseDirectory.root={out}", "--log-level=WARN"]
-        run = subprocess.run(command, cwd=out, capture_output=True, text=True)
+                   f"--CourseDirectory.root={out}", "--CourseDirectory.source_directory=source",
+                   "--CourseDirectory.release_directory=release",
+                   f"--CourseDirectory.db_url=sqlite:///{out}/gradebook.db", "--log-level=WARN"]
+        # Only OUT's own config: the course's (JUPYTER_CONFIG_PATH=autograde) would send the
+        # release into notebooks/ and the records into build/gradebook.db.
+        env = {k: v for k, v in os.environ.items() if not k.startswith("JUPYTER_CONFIG")}
+        run = subprocess.run(command, cwd=out, capture_output=True, text=True, env=env)
         if run.returncode != 0:
             raise CourseError(f"nbgrader generate_assignment {assignment} failed:\n"
                               f"{run.stdout[-2000:]}{run.stderr[-2000:]}")

@@ -6,6 +6,7 @@ job: status, detail, per-test verdicts, and where the autograded notebook and fe
 """
 import json
 import logging
+import os
 import shutil
 import sys
 import time
@@ -158,7 +159,57 @@ def _unique(items):
     return seen
 
 
+def serve():
+    """Fork server: nbgrader is imported once here, and every job runs in a fresh forked child
+    (its own session, so the parent can kill it and all it started). Protocol on stdin/stdout,
+    one line each: `JOB_PATH` in; `started JOB_PATH PID` and `done JOB_PATH STATUS` out."""
+    import signal
+    running = {}
+
+    def reap(*_):
+        while running:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            print(f"done {running.pop(pid)} {status}", flush=True)
+
+    signal.signal(signal.SIGCHLD, reap)
+    for line in sys.stdin:
+        job_path = line.strip()
+        if not job_path:
+            continue
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+        pid = os.fork()
+        if pid == 0:
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
+            os.setsid()
+            code = 0
+            try:
+                with open(Path(job_path).parent / "worker.log", "w") as log:
+                    os.dup2(log.fileno(), 1)  # stdout is the protocol: keep it clean
+                    os.dup2(log.fileno(), 2)
+                    grade(json.loads(Path(job_path).read_text()))
+            except BaseException:
+                import traceback
+                traceback.print_exc()
+                code = 1
+            finally:
+                sys.stderr.flush()
+                os._exit(code)
+        running[pid] = job_path
+        print(f"started {job_path} {pid}", flush=True)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
+    while running:  # stdin closed: wait for the last jobs
+        signal.pause() if running else None
+
+
 if __name__ == "__main__":
     ensure_venv_on_path()
-    job_path = Path(sys.argv[1])
-    grade(json.loads(job_path.read_text()))
+    if sys.argv[1:] == ["--serve"]:
+        serve()
+    else:
+        grade(json.loads(Path(sys.argv[1]).read_text()))

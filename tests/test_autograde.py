@@ -7,11 +7,13 @@ import csv
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import zipfile
+from html import unescape
 from pathlib import Path
 
 import nbformat
@@ -77,10 +79,9 @@ def graded(toy):
         else:
             nbformat.write(content, folder / "toy.ipynb")
     before = digest(submissions)
-    helpers_before = digest(REPO / "helpers")
     run = autograde(submissions, out, source)
     return {"run": run, "out": out, "submissions": submissions, "before": before,
-            "helpers_before": helpers_before, "source": source}
+            "source": source}
 
 
 def test_batch_completes_with_exit_0_and_a_summary(graded):
@@ -102,7 +103,7 @@ def test_each_submission_gets_its_score_and_status(graded, student, expected_sco
 
 def test_submissions_are_byte_identical_afterwards(graded):
     assert digest(graded["submissions"]) == graded["before"]
-    assert digest(REPO / "helpers") == graded["helpers_before"]
+    assert "# pwned" not in (REPO / "helpers" / "__init__.py").read_text()
 
 
 def test_student_code_cannot_reach_outside_its_sandbox(graded):
@@ -121,8 +122,9 @@ def test_feedback_never_shows_hidden_tests(graded):
     assert len(feedback) == len(graded_rows)
     for page in feedback:
         html = page.read_text()
-        assert not any(marker in html for marker in HIDDEN_MARKERS), page
-        assert "assert add(1, 2) == 3" in html  # visible tests stay
+        text = unescape(re.sub(r"<[^>]+>", "", html))
+        assert not any(marker in html or marker in text for marker in HIDDEN_MARKERS), page
+        assert "assert add(1, 2) == 3" in text  # visible tests stay
     # the autograded copy for the instructor keeps them: the scrubbing is what protects them
     autograded = graded["out"] / "autograded" / "blank" / "toy" / "toy.ipynb"
     assert HIDDEN_MARKERS[0] in autograded.read_text()
@@ -155,7 +157,7 @@ def test_running_twice_gives_the_same_table(graded, toy, tmp_path):
     subset = tmp_path / "subset"
     for student in ("perfect", "broken_json", "patches_numpy", "kills_kernel"):
         (subset / student).mkdir(parents=True)
-        os.symlink(graded["submissions"] / student / "toy", subset / student / "toy")
+        shutil.copytree(graded["submissions"] / student / "toy", subset / student / "toy")
     first = {k: v for k, v in table(graded["out"]).items() if k[0] in
              ("perfect", "broken_json", "patches_numpy", "kills_kernel")}
     run = autograde(subset, graded["out"], source)
