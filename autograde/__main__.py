@@ -34,7 +34,7 @@ def parse(argv=None):
                         default=["builtins", "math", "numpy", "torch", "helpers", "IPython",
                                  "ipykernel"],
                         help="packages whose functions are restored before every test cell")
-    parser.add_argument("--preload", nargs="*", default=["numpy", "torch", "helpers"],
+    parser.add_argument("--preload", nargs="*", default=["numpy", "torch", "helpers.*"],
                         help="imported before student code, so their snapshot is trusted")
     parser.add_argument("--no-sandbox", dest="sandbox", action="store_false",
                         default=os.environ.get("AUTOGRADE_SANDBOX", "on") != "off",

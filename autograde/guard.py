@@ -43,13 +43,18 @@ def _protected_name(name, packages):
     return any(name == p or name.startswith(p + ".") for p in packages)
 
 
+# Classes whose methods are checked too. Not every class: libraries legitimately patch their own
+# (torch wraps Optimizer.step on first use, transformers adds Module.smart_apply).
+PROTECTED_CLASSES = {"torch.Tensor"}
+
+
 def _snapshot_module(module):
     entries = {}
     classes = {}
     for key, value in list(vars(module).items()):
         if _is_code(value):
             entries[key] = value
-        if isinstance(value, type) and getattr(value, "__module__", None) == module.__name__:
+        if isinstance(value, type) and f"{module.__name__}.{key}" in PROTECTED_CLASSES:
             try:
                 classes[value] = dict(vars(value))
             except TypeError:
@@ -62,11 +67,21 @@ def install(packages=("builtins",), preload=()):
     import importlib
     from IPython import get_ipython
 
-    for name in preload:
-        try:
-            importlib.import_module(name)
-        except Exception:  # a missing optional package is not the guard's business
-            pass
+    import pkgutil
+    for name in preload:  # "pkg.*": the package and its modules (not its subpackages)
+        names = [name.removesuffix(".*")]
+        if name.endswith(".*"):
+            try:
+                package = importlib.import_module(names[0])
+                names += [f"{names[0]}.{info.name}" for info in pkgutil.iter_modules(package.__path__)
+                          if not info.ispkg and info.name != "__main__"]
+            except Exception:
+                pass
+        for module_name in names:
+            try:
+                importlib.import_module(module_name)
+            except Exception:  # a missing optional module is not the guard's business
+                pass
     shell = get_ipython()
     modules = {}
     for name, module in list(sys.modules.items()):
