@@ -28,9 +28,18 @@ class CountingSGD(torch.optim.SGD):
         super().__init__(params, lr=lr)
         self.steps = 0
         self.zero_grad_calls = 0
+        self.stepped_after = []   # after `watch(model)`: the batch (from 0) each step came after
+        self._forward_calls = None
+
+    def watch(self, model):
+        """Count the model's calls, so that each step records after which batch it came."""
+        self._forward_calls = spy_on_forward(model)
+        return self._forward_calls
 
     def step(self, closure=None):
         self.steps += 1
+        if self._forward_calls is not None:
+            self.stepped_after.append(len(self._forward_calls) - 1)
         return super().step(closure)
 
     def zero_grad(self, set_to_none=True):
