@@ -7,7 +7,7 @@ Paths come from this file's place, so the current folder does not matter.
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository root is the course root
-(ROOT / "build").mkdir(exist_ok=True)
+(ROOT / "build" / "exchange").mkdir(parents=True, exist_ok=True)  # gradebook and exchange live here
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 
