@@ -31,7 +31,7 @@ def run(options):
     assignments = assignments_in(source)
     if options.sandbox:
         sandbox.check_available()
-        uids = [sandbox.slot_uid(slot) for slot in range(options.jobs)]
+        uids = sandbox.acquire_uids(options.jobs)
     else:
         uids = [None] * options.jobs
         print("WARNING: AUTOGRADE_SANDBOX=off: student code runs as you, with your files and "
@@ -87,6 +87,7 @@ def _run(options, source, out, assignments, work, uids, started):
             report.progress(len(rows), len(submissions), rows[-1])
     server.close()
     report.write_csv(out / "grades.csv", rows)
+    _give_to_sudo_user(out)
     print(report.summary(rows, time.monotonic() - started, options.jobs))
     print(f"Table: {out / 'grades.csv'}  Feedback: {out / 'feedback'}  Gradebook: "
           f"{out / 'gradebook.db'}")
@@ -138,6 +139,14 @@ class ForkServer:
     def close(self):
         self.process.stdin.close()
         self.process.wait(timeout=60)
+
+
+def _give_to_sudo_user(out):
+    """Under `sudo make autograde`, hand OUT back to the instructor (formgrader runs as them)."""
+    uid, gid = os.environ.get("SUDO_UID"), os.environ.get("SUDO_GID")
+    if os.geteuid() == 0 and uid and gid:
+        for path in [out, *out.rglob("*")]:
+            os.lchown(path, int(uid), int(gid))
 
 
 def _copy_submission(submission, notebooks, out):

@@ -43,13 +43,16 @@ def collect(path, assignments, workdir, named_regexp=None):
         if extracted.exists():
             shutil.rmtree(extracted)
         _safe_extract(path, extracted)
-        layout = _from_folder(extracted, assignments, quiet=True)
-        return layout or _from_flat(extracted, assignments, Path(workdir) / "collected",
+        for root in [extracted, *sorted(p for p in extracted.iterdir() if p.is_dir())]:
+            layout = _from_folder(root, assignments)  # a zipped submitted/ folder, maybe nested
+            if layout:
+                return layout
+        return _from_flat(extracted, assignments, Path(workdir) / "collected",
                                     named_regexp)
     raise CollectError(f"SUBMISSIONS={path}: neither a folder nor a zip file")
 
 
-def _from_folder(root, assignments, quiet=False):
+def _from_folder(root, assignments):
     found = []
     for student in sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink()):
         if not VALID_ID.match(student.name):
@@ -84,7 +87,9 @@ def _from_flat(root, assignments, collected, named_regexp):
         shutil.rmtree(collected)
     found = {}
     for file in sorted(p for p in root.rglob("*") if p.is_file()):
-        student, file_id = _match(file.name, by_notebook, named_regexp)
+        # Moodle-like exports put each submission in a folder: match on the relative path
+        student, file_id = _match(str(file.relative_to(root)).replace("/", "_"), by_notebook,
+                                  named_regexp)
         if student is None or file_id not in by_notebook or not VALID_ID.match(student):
             continue
         assignment = by_notebook[file_id]

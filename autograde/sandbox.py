@@ -10,7 +10,8 @@ That launcher, still root, then:
 - drops to an unprivileged uid/gid with no supplementary groups and no_new_privs set, in a
   scratch folder that is the kernel's HOME and cwd and the only place it can write besides /tmp;
 - execs the kernel, so the kernel keeps the launcher's pid (interrupts reach it).
-Each parallel slot has its own uid; after a submission every process of that uid is killed
+Each parallel slot has its own uid (locked, so two graders on one machine never share one);
+after a submission every process of that uid is killed
 (`kill(-1)` as that uid) and the scratch folder is deleted, so nothing outlives a submission.
 """
 import ctypes
@@ -50,15 +51,36 @@ def check_available():
                            "CAP_SYS_ADMIN?); run the grader on a machine or VM where root can.")
 
 
-def slot_uid(slot):
+def acquire_uids(count, search=4096):
+    """`count` sandbox uids no other grader on this machine is using: each is held by an
+    exclusive lock (released when this process exits), since cleaning up after a submission
+    kills every process of its uid. Uids that belong to an account are never used."""
+    import fcntl
     import pwd
-    uid = UID_BASE + slot
-    try:
-        name = pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return uid
-    raise SandboxError(f"uid {uid} belongs to user {name!r}; set AUTOGRADE_SANDBOX_UID_BASE to a "
-                       "free range (the grader uses one uid per parallel job)")
+    lock_dir = "/run/lock" if os.path.isdir("/run/lock") else "/tmp"
+    held, uid = [], UID_BASE
+    while len(held) < count and uid < UID_BASE + search:
+        try:
+            pwd.getpwuid(uid)
+            uid += 1
+            continue
+        except KeyError:
+            pass
+        fd = os.open(f"{lock_dir}/autograde-sandbox-{uid}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            held.append(uid)
+            _LOCKS.append(fd)
+        except OSError:
+            os.close(fd)
+        uid += 1
+    if len(held) < count:
+        raise SandboxError(f"no {count} free sandbox uids from {UID_BASE}; set "
+                           "AUTOGRADE_SANDBOX_UID_BASE to a free range")
+    return held
+
+
+_LOCKS = []
 
 
 def kill_all(uid):

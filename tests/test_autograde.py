@@ -67,7 +67,9 @@ def graded(toy):
                "gradebook": str(out / "gradebook.db"),
                "other": str(submissions / "perfect" / "toy" / "toy.ipynb"),
                "other_copy": str(out / "submitted" / "perfect" / "toy" / "toy.ipynb"),
-               "helpers": str(REPO / "helpers" / "__init__.py")}
+               # a new file in the course's code, never an existing one: if the sandbox broke,
+               # the test fails without damaging the tree
+               "probe": str(REPO / "helpers" / f"_sandbox_probe_{os.getpid()}.py")}
     for student, build, _, _ in CASES:
         folder = submissions / student / "toy"
         folder.mkdir(parents=True)
@@ -103,7 +105,10 @@ def test_each_submission_gets_its_score_and_status(graded, student, expected_sco
 
 def test_submissions_are_byte_identical_afterwards(graded):
     assert digest(graded["submissions"]) == graded["before"]
-    assert "# pwned" not in (REPO / "helpers" / "__init__.py").read_text()
+    probes = list((REPO / "helpers").glob("_sandbox_probe_*.py"))
+    for probe in probes:
+        probe.unlink()
+    assert not probes
 
 
 def test_student_code_cannot_reach_outside_its_sandbox(graded):
@@ -195,3 +200,21 @@ def test_batch_level_failures_exit_non_zero(toy, tmp_path):
     (tmp_path / "subs").mkdir()
     bad_course = autograde(tmp_path / "subs", tmp_path / "out", broken.parent)
     assert bad_course.returncode == 2 and "generate_assignment" in bad_course.stderr
+
+
+def test_without_root_the_grader_refuses_clearly(monkeypatch):
+    from autograde import sandbox
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(sandbox.SandboxError, match="needs root.*AUTOGRADE_SANDBOX=off"):
+        sandbox.check_available()
+
+
+def test_two_graders_on_one_machine_never_share_a_sandbox_uid():
+    """Cleaning up after a submission kills every process of its uid: a second batch running
+    at the same time (another instructor, another test run) must get other uids."""
+    from autograde import sandbox
+    mine = sandbox.acquire_uids(2)
+    other = subprocess.run([sys.executable, "-c", "from autograde import sandbox; "
+                            "print(*sandbox.acquire_uids(2))"], capture_output=True, text=True,
+                           cwd=REPO, check=True)
+    assert not set(mine) & {int(u) for u in other.stdout.split()}
