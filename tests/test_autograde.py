@@ -218,3 +218,18 @@ def test_two_graders_on_one_machine_never_share_a_sandbox_uid():
                             "print(*sandbox.acquire_uids(2))"], capture_output=True, text=True,
                            cwd=REPO, check=True)
     assert not set(mine) & {int(u) for u in other.stdout.split()}
+
+
+def test_feedback_regenerated_by_the_instructor_also_hides_hidden_tests(graded):
+    """After manual grading, the README's `nbgrader generate_feedback` in OUT uses OUT's config."""
+    out = graded["out"]
+    page = out / "feedback" / "blank" / "toy" / "toy.html"
+    page.unlink()
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    env.pop("JUPYTER_CONFIG_PATH", None)
+    run = subprocess.run([sys.executable, "-m", "nbgrader", "generate_feedback", "toy",
+                          "--student", "blank", "--force"], cwd=out, env=env,
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    html = page.read_text()
+    assert "test_add" in html and not any(m in html for m in HIDDEN_MARKERS)
