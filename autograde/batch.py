@@ -32,6 +32,8 @@ def run(options):
     if options.sandbox:
         sandbox.check_available()
         uids = sandbox.acquire_uids(options.jobs)
+        for uid in uids:  # leftovers of an interrupted earlier batch
+            sandbox.kill_all(uid)
     else:
         uids = [None] * options.jobs
         print("WARNING: AUTOGRADE_SANDBOX=off: student code runs as you, with your files and "
