@@ -19,8 +19,9 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP) ## create .venv and install the course (quick when nothing changed)
 
-run: setup ## execute every lesson (solutions/) with papermill into build/run/
+run: setup ## execute every lesson (solutions/) into build/run/, then compare the training paths
 	$(PYTHON) -m autograde.run_notebooks
+	$(PYTHON) -m helpers.compare
 
 # Debian's chromium for tests/test_browser.py: installed when root with apt, else the test is skipped and says how
 CHROMIUM := /usr/bin/chromium

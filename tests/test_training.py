@@ -86,3 +86,12 @@ def test_progress_bar_shows_optimizer_steps(small_data, tokenizer, capsys):
     loader = helpers.make_dataloader(small_data["train"], tokenizer, 4)
     helpers.train_pytorch(model, loader, gradient_accumulation_steps=4, progress=True)
     assert "4/4" in capsys.readouterr().err
+
+
+def test_plot_history_draws_loss_and_learning_rate_per_path():
+    histories = {"plain": helpers.History([0.7, 0.6, 0.5], [1e-3, 5e-4, 0.0]),
+                 "accumulated": helpers.History([0.7, 0.5], [1e-3, 0.0])}
+    figure = helpers.plot_history(histories)
+    loss_axis, lr_axis = figure.axes
+    assert [line.get_label() for line in loss_axis.lines] == ["plain", "accumulated"]
+    assert list(lr_axis.lines[0].get_ydata()) == [1e-3, 5e-4, 0.0]
