@@ -32,8 +32,22 @@ TINY = dict(repeats=1, submissions=2, jobs=2, warm_up=False,
             learning_seeds=1, learning_points_per_epoch=2)
 
 
-def run(out, figures=tuple(FIGURES), tiny=False, repeats=None, jobs=None):
-    """Measure `figures` and write out/report.md with the plots; returns the Figure objects."""
+def run(out, figures=tuple(FIGURES), tiny=False, repeats=None, jobs=None, threads=1):
+    """Measure `figures` and write out/report.md with the plots; returns the Figure objects.
+
+    `threads`: torch's intra-op threads for figures 3-5 (None: torch's default). One by default:
+    on a busy machine OpenMP's spinning threads made a 2-thread step up to 20x slower, at random.
+    """
+    import torch
+    previous_threads = torch.get_num_threads()
+    torch.set_num_threads(threads or previous_threads)
+    try:
+        return _run(out, figures, tiny, repeats, jobs)
+    finally:
+        torch.set_num_threads(previous_threads)
+
+
+def _run(out, figures, tiny, repeats, jobs):
     import os
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -96,6 +110,9 @@ def render(figures, about, setting, tiny, seconds):
               "- Times are wall-clock (`time.perf_counter`) unless a table says CPU seconds. The machine may be "
               "shared: the load average at the start is above; ratios taken within one round cancel most "
               "of the drift that a busy machine adds, and the spread shows what is left.",
+              "- Figures 3-5 run in this process with the torch threads given above (`--threads`, default 1): "
+              "on a shared machine, 2 OpenMP threads that spin while the other is descheduled made a training "
+              "step up to 20x slower at random; the kernels of figures 1-2 keep torch's default.",
               "- Memory is measured, not computed from shapes: see figure 4 and `helpers/memory.py`.",
               "- Nothing here is asserted by the test suite: tests/test_bench.py only checks that the code "
               "runs and writes this report on a tiny setting.", ""]
@@ -109,9 +126,12 @@ def main(argv=None):
     parser.add_argument("--figures", type=int, nargs="+", default=list(FIGURES), choices=list(FIGURES))
     parser.add_argument("--repeats", type=int, default=None, help="rounds per figure (default 3)")
     parser.add_argument("--jobs", type=int, default=None, help="make autograde's --jobs (default: nproc)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads for figures 3-5 (default 1; 0: torch's default)")
     parser.add_argument("--tiny", action="store_true", help="a few seconds per figure: checks the code only")
     options = parser.parse_args(argv)
-    figures = run(options.out, options.figures, options.tiny, options.repeats, options.jobs)
+    figures = run(options.out, options.figures, options.tiny, options.repeats, options.jobs,
+                  options.threads or None)
     print(f"report: {Path(options.out) / 'report.md'}")
     return 0 if all(not f.not_measured for f in figures if f.number in options.figures) else 1
 
