@@ -125,7 +125,9 @@ def figure_memory(setting, folder):
         axis.errorbar(steps, middles, capsize=4, marker="o", label=label,
                       yerr=[[m - min(peaks[method, n]) for m, n in zip(middles, steps)],
                             [max(peaks[method, n]) - m for m, n in zip(middles, steps)]])
-    axis.set(xscale="log", xticks=steps, xticklabels=[f"N={n}\nB/N={batch // n}" for n in steps],
+    axis.set_xscale("log", base=2)
+    axis.minorticks_off()
+    axis.set(xticks=steps, xticklabels=[f"N={n}\nB/N={batch // n}" for n in steps],
              ylabel="peak MiB above the weights", title=f"Peak memory at an effective batch of {batch}")
     axis.set_ylim(bottom=0)
     axis.grid(alpha=0.3)
