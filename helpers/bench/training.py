@@ -198,7 +198,7 @@ def figure_learning(setting, folder):
     figure = Figure(5, "Learning: validation accuracy of the default model and data against training seconds")
     figure.table = [["training seconds (median)", "validation accuracy", "ratio to the majority class"]]
     for i in range(points):
-        figure.table.append([f"{seconds[i]:.2f}", summary(accuracy[i], 3),
+        figure.table.append([f"{seconds[i]:.3f}", summary(accuracy[i], 3),
                              summary([a / majority for a in accuracy[i]])])
     figure.headline = (
         f"After {seconds[-1]:.0f} s of training ({setting['learning_epochs']} epochs) the validation accuracy is "
