@@ -2,6 +2,7 @@
 import contextlib
 import io
 import os
+import socket
 import sys
 import tempfile
 from pathlib import Path
@@ -58,7 +59,6 @@ def run_on_processes(function, *args, num_processes=2):
 
 
 def _free_port():
-    import socket
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return str(probe.getsockname()[1])
