@@ -20,7 +20,7 @@ from .trainer import make_trainer
 from .training import History, evaluate, train_accelerate, train_pytorch
 
 # The fast settings: CPU minutes, and what tests/test_learning.py checks.
-FAST = dict(sizes={"train": 6000, "validation": 500, "test": 500}, epochs=2, batch_size=32,
+FAST = dict(sizes={"train": 6000, "validation": 500, "test": 500}, epochs=4, batch_size=32,
             learning_rate=5e-4)
 ACCUMULATION_STEPS = 2
 

@@ -19,10 +19,10 @@ from .checks import require_positive_int
 from .corpus import make_paraphrase_corpus
 
 # Bump when the default tokenizer or model changes, so old caches are not used.
-DEFAULT_VERSION = "v9"
+DEFAULT_VERSION = "v10"
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-DEFAULT_CONFIG = dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=4,
-                      intermediate_size=256, max_position_embeddings=64)
+DEFAULT_CONFIG = dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=8,
+                      intermediate_size=512, max_position_embeddings=64)
 
 
 def cache_dir():

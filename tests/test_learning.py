@@ -5,7 +5,7 @@ import helpers
 from helpers.compare import FAST
 
 
-def test_fast_settings_reach_80_percent_validation_accuracy(tokenizer):
+def test_fast_settings_reach_85_percent_validation_accuracy(tokenizer):
     with helpers.quiet():
         data = helpers.tokenize_data(helpers.load_data(sizes=FAST["sizes"]), tokenizer)
         torch.manual_seed(0)
@@ -19,5 +19,5 @@ def test_fast_settings_reach_80_percent_validation_accuracy(tokenizer):
     labels = list(data["validation"].with_format(None)["labels"])
     share_of_paraphrases = sum(labels) / len(labels)
     print(f"validation accuracy: {before:.3f} before training, {after:.3f} after")
-    assert after >= 0.80, f"validation accuracy {after:.3f} after training (before: {before:.3f})"
+    assert after >= 0.85, f"validation accuracy {after:.3f} after training (before: {before:.3f})"
     assert after > share_of_paraphrases + 0.1, "better than always answering 'paraphrase'"
