@@ -24,8 +24,9 @@ def test_peak_grows_with_the_micro_batch(setting):
     peaks = [measure_peak_memory(model, dataset, tokenizer, size) for size in (4, 16, 64)]
     assert peaks[0] > 0
     assert peaks[0] < peaks[1] < peaks[2], peaks
-    # activations are linear in the examples: 16x the batch is far more than twice the memory
-    assert peaks[2] > 4 * peaks[0], peaks
+    # small batches peak at Adam's step (gradients and optimizer state: fixed costs); from there
+    # activations, linear in the examples, take over: 16x the batch is more than twice the memory
+    assert peaks[2] > 2 * peaks[0], peaks
 
 
 def test_peak_is_flat_across_accumulation_steps_at_a_fixed_micro_batch(setting):
