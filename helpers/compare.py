@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import torch
+from transformers import PrinterCallback, ProgressCallback
 
 from .data import load_data, make_dataloader, tokenize_data
 from .modeling import load_model, load_tokenizer
@@ -31,6 +32,13 @@ def _loops():
     return [("plain loop", train_pytorch, 1), ("Accelerator", accelerate, 1),
             ("accumulation by hand", train_pytorch, ACCUMULATION_STEPS),
             ("accelerator.accumulate", accelerate, ACCUMULATION_STEPS)]
+
+
+class _BarWithoutLogLines(ProgressCallback):
+    """Trainer's progress bar, without the line it prints for every log (here: every step)."""
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        pass
 
 
 def _trainer_history(trainer, seconds):
@@ -60,6 +68,10 @@ def compare_paths(sizes, epochs, batch_size, learning_rate, seed=0, progress=Tru
                            batch_size=batch_size // ACCUMULATION_STEPS, learning_rate=learning_rate,
                            gradient_accumulation_steps=ACCUMULATION_STEPS, use_cpu=True,
                            disable_tqdm=not progress, seed=seed, logging_strategy="steps", logging_steps=1)
+    trainer.remove_callback(ProgressCallback)
+    trainer.remove_callback(PrinterCallback)
+    if progress:
+        trainer.add_callback(_BarWithoutLogLines)
     start = time.perf_counter()
     trainer.train()
     history = histories["Trainer"] = _trainer_history(trainer, time.perf_counter() - start)
