@@ -115,8 +115,9 @@ CASES = [
     ("kills_kernel", perfect_with(square="import os\nos._exit(1)"), 5, "kernel_died"),
     ("sys_exit", perfect_with(square="import sys\nsys.exit(3)\n" + PERFECT["square"]), 5,
      "sys_exit"),
-    ("exhausts_memory", perfect_with(mean="def mean(xs):\n    hog = [bytearray(10**8) for _ in "
-                                          "range(10**4)]\n    return sum(xs) / len(xs)"),
+    # one allocation past the 2 GiB limit: fails at once, so a busy machine cannot turn it into a timeout
+    ("exhausts_memory", perfect_with(mean="def mean(xs):\n    hog = bytearray(4 * 10**9)\n"
+                                          "    return sum(xs) / len(xs)"),
      3, "memory_limit"),
     ("stderr_chatter", perfect_with(add=(
         "import sys, warnings\nwarnings.warn('deprecated thing')\nprint('10%|#', file=sys.stderr)\n"
