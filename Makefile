@@ -5,7 +5,7 @@ VENV := .venv
 PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SUBMISSIONS ?=
-OUT ?= autograde/out
+OUT ?= build/grading
 JOBS ?= $(shell nproc)
 
 help: ## list the targets
@@ -20,8 +20,8 @@ $(STAMP): pyproject.toml
 setup: $(STAMP) ## create .venv and install the course (quick when nothing changed)
 
 run: setup ## execute every lesson (solutions/) into build/run/, then compare the training paths
-	$(PYTHON) -m autograde.run_notebooks
-	$(PYTHON) -m helpers.compare
+	$(PYTHON) -m course.run
+	$(PYTHON) -m course.compare
 
 # Debian's chromium for tests/test_browser.py: installed when root with apt, else the test is skipped and says how
 CHROMIUM := /usr/bin/chromium
@@ -32,18 +32,18 @@ test: setup $(CHROMIUM) ## run the test suite
 	$(PYTHON) -m pytest
 
 lab: setup ## open the student notebooks in JupyterLab, with nbgrader's panels
-	JUPYTER_CONFIG_PATH=$(CURDIR)/autograde $(VENV)/bin/jupyter lab notebooks/
+	JUPYTER_CONFIG_PATH=$(CURDIR)/jupyter $(VENV)/bin/jupyter lab notebooks/
 
 release: setup ## regenerate the student notebooks/ from solutions/ with nbgrader
-	$(PYTHON) -m autograde.release
+	$(PYTHON) -m course.release
 
 autograde: setup ## grade a class: make autograde SUBMISSIONS=<folder or LMS zip> [OUT=...] [JOBS=...]
 	$(PYTHON) -m autograde --submissions "$(SUBMISSIONS)" --out "$(OUT)" --jobs $(JOBS)
 
 bench: setup ## measure speed, memory and learning into build/bench/report.md
-	$(PYTHON) -m helpers.bench
+	$(PYTHON) -m course.bench
 
 clean: ## remove build outputs and caches (keeps .venv)
-	rm -rf build .pytest_cache autograde/out
+	rm -rf build .pytest_cache
 
 .PHONY: help setup run test lab release autograde bench clean

@@ -20,7 +20,7 @@ def parse(argv=None):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--submissions", required=True,
                         help="folder <student>/<assignment>/<notebook>.ipynb, or an LMS zip")
-    parser.add_argument("--out", default=str(REPO / "autograde" / "out"))
+    parser.add_argument("--out", default=str(REPO / "build" / "grading"))
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--source", default=str(REPO / "solutions"),
                         help="instructor notebooks with nbgrader markup (default: solutions/)")

@@ -28,6 +28,31 @@ def ensure_venv_on_path():
         os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
 
 
+def nbgrader_environment(config_path=None):
+    """An environment for an nbgrader command: this venv's tools on PATH, and only the config of
+    `config_path` (None: only the course folder's own nbgrader_config.py)."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("JUPYTER_CONFIG")}
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    if config_path:
+        env["JUPYTER_CONFIG_PATH"] = str(config_path)
+    return env
+
+
+def generate_assignment(name, root, release_directory, db_url, source_directory=None, config_path=None):
+    """`nbgrader generate_assignment NAME` in the course folder `root`: stubs the solutions, removes
+    hidden tests, records the locked cells' checksums. Raises CourseError when nbgrader refuses."""
+    command = [sys.executable, "-m", "nbgrader", "generate_assignment", name, "--force", "--log-level=WARN",
+               f"--CourseDirectory.root={root}", f"--CourseDirectory.release_directory={release_directory}",
+               f"--CourseDirectory.db_url={db_url}"]
+    if source_directory:
+        command.append(f"--CourseDirectory.source_directory={source_directory}")
+    run = subprocess.run(command, cwd=root, capture_output=True, text=True,
+                         env=nbgrader_environment(config_path))
+    if run.returncode != 0:
+        raise CourseError(f"nbgrader generate_assignment {name} failed:\n"
+                          f"{run.stdout[-2000:]}{run.stderr[-2000:]}")
+
+
 def assignments_in(source_root):
     """{assignment: [notebook names]} for every folder of source_root holding notebooks."""
     found = {}
@@ -55,15 +80,6 @@ def prepare(source_root, out, assignments):
             shutil.rmtree(target)
         shutil.copytree(Path(source_root) / assignment, target,
                         ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
-        command = [sys.executable, "-m", "nbgrader", "generate_assignment", assignment, "--force",
-                   f"--CourseDirectory.root={out}", "--CourseDirectory.source_directory=source",
-                   "--CourseDirectory.release_directory=release",
-                   f"--CourseDirectory.db_url=sqlite:///{out}/gradebook.db", "--log-level=WARN"]
-        # Only OUT's own config: the course's (JUPYTER_CONFIG_PATH=autograde) would send the
-        # release into notebooks/ and the records into build/gradebook.db.
-        env = {k: v for k, v in os.environ.items() if not k.startswith("JUPYTER_CONFIG")}
-        run = subprocess.run(command, cwd=out, capture_output=True, text=True, env=env)
-        if run.returncode != 0:
-            raise CourseError(f"nbgrader generate_assignment {assignment} failed:\n"
-                              f"{run.stdout[-2000:]}{run.stderr[-2000:]}")
+        generate_assignment(assignment, root=out, source_directory="source",
+                            release_directory="release", db_url=f"sqlite:///{out}/gradebook.db")
     return out

@@ -1,74 +1,84 @@
-"""The slides' training loops as text, and a view of the lines that change between two of them.
+"""The slides' training loops as real functions, and a view of the lines that change between two.
 
-Each lesson shows which lines of the lesson before it change (lesson 2: lesson 1's loop with an
-Accelerator; lesson 3: lesson 2's loop with gradient accumulation), as the accelerate examples
-mark their changes.
+Each loop below is runnable code (tests/test_slides.py trains with every one of them); a lesson
+shows its body with `source(name)` and the lines that change from one loop to the next with
+`show_changes(before, after)`, as the accelerate examples mark their changes.
 """
 import difflib
+import inspect
+import textwrap
 
-LOOPS = {
-    "pytorch": '''\
-for batch in dataloader:
-    optimizer.zero_grad()
-    batch = {key: value.to(device) for key, value in batch.items()}
-    outputs = model(**batch)
-    loss = outputs.loss
-    loss.backward()
-    optimizer.step()
-    lr_scheduler.step()
-''',
-    "accelerator": '''\
-accelerator = Accelerator(device_placement=True)
-model, optimizer, dataloader, lr_scheduler = accelerator.prepare(
-    model, optimizer, dataloader, lr_scheduler)
-for batch in dataloader:
-    optimizer.zero_grad()
-    outputs = model(**batch)
-    loss = outputs.loss
-    accelerator.backward(loss)
-    optimizer.step()
-    lr_scheduler.step()
-''',
-    "pytorch_accumulation": '''\
-for index, batch in enumerate(dataloader):
-    batch = {key: value.to(device) for key, value in batch.items()}
-    outputs = model(**batch)
-    loss = outputs.loss
-    loss = loss / gradient_accumulation_steps
-    loss.backward()
-    if (index + 1) % gradient_accumulation_steps == 0:
+from accelerate import Accelerator
+
+
+def pytorch(model, optimizer, lr_scheduler, dataloader, device):
+    for batch in dataloader:
+        optimizer.zero_grad()
+        batch = {key: value.to(device) for key, value in batch.items()}
+        outputs = model(**batch)
+        loss = outputs.loss
+        loss.backward()
         optimizer.step()
         lr_scheduler.step()
+
+
+def accelerator(model, optimizer, lr_scheduler, dataloader):
+    accelerator = Accelerator(device_placement=True)
+    model, optimizer, dataloader, lr_scheduler = accelerator.prepare(
+        model, optimizer, dataloader, lr_scheduler)
+    for batch in dataloader:
         optimizer.zero_grad()
-''',
-    "accelerator_accumulation": '''\
-accelerator = Accelerator(gradient_accumulation_steps=2)
-model, optimizer, dataloader, lr_scheduler = accelerator.prepare(
-    model, optimizer, dataloader, lr_scheduler)
-for index, batch in enumerate(dataloader):
-    with accelerator.accumulate(model):
         outputs = model(**batch)
         loss = outputs.loss
         accelerator.backward(loss)
         optimizer.step()
         lr_scheduler.step()
-        optimizer.zero_grad()
-''',
-}
+
+
+def pytorch_accumulation(model, optimizer, lr_scheduler, dataloader, device, gradient_accumulation_steps=2):
+    for index, batch in enumerate(dataloader):
+        batch = {key: value.to(device) for key, value in batch.items()}
+        outputs = model(**batch)
+        loss = outputs.loss
+        loss = loss / gradient_accumulation_steps
+        loss.backward()
+        if (index + 1) % gradient_accumulation_steps == 0:
+            optimizer.step()
+            lr_scheduler.step()
+            optimizer.zero_grad()
+
+
+def accelerator_accumulation(model, optimizer, lr_scheduler, dataloader):
+    accelerator = Accelerator(gradient_accumulation_steps=2)
+    model, optimizer, dataloader, lr_scheduler = accelerator.prepare(
+        model, optimizer, dataloader, lr_scheduler)
+    for index, batch in enumerate(dataloader):
+        with accelerator.accumulate(model):
+            outputs = model(**batch)
+            loss = outputs.loss
+            accelerator.backward(loss)
+            optimizer.step()
+            lr_scheduler.step()
+            optimizer.zero_grad()
+
+
+LOOPS = {loop.__name__: loop for loop in (pytorch, accelerator, pytorch_accumulation, accelerator_accumulation)}
+
+
+def source(name):
+    """The body of the loop `name` as the slides show it (the function's `def` line left out)."""
+    lines = inspect.getsource(LOOPS[name]).splitlines(keepends=True)
+    return textwrap.dedent("".join(lines[1:]))
 
 
 def changed_lines(before, after):
     """The lines of `after` with a mark in front: '-' removed, '+' added, ' ' kept."""
-    before, after = LOOPS.get(before, before), LOOPS.get(after, after)
-    lines = difflib.ndiff(before.splitlines(), after.splitlines())
+    lines = difflib.ndiff(source(before).splitlines(), source(after).splitlines())
     return "\n".join(line for line in lines if not line.startswith("?"))
 
 
 def show_changes(before, after):
-    """Show the changes from one loop to another as a coloured diff (plain text outside Jupyter).
-
-    `before` and `after` are names in LOOPS or code as text.
-    """
+    """Show the changes from one loop of LOOPS to another as a coloured diff (plain text outside Jupyter)."""
     text = changed_lines(before, after)
     try:
         from IPython.display import Markdown, display

@@ -9,7 +9,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from autograde.run_notebooks import lesson_notebooks, run_notebook
+from course.run import lesson_notebooks, run_notebook
 
 FOLDER = Path(tempfile.mkdtemp(prefix="lesson-runs-"))
 atexit.register(shutil.rmtree, FOLDER, True)

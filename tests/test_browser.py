@@ -1,7 +1,7 @@
 """A student's JupyterLab, in a real browser: lesson 1 runs through the UI and nbgrader's Validate works.
 
 The test starts `jupyter lab` on 127.0.0.1 (a free port, a token, the course's nbgrader config
-through JUPYTER_CONFIG_PATH=autograde, as `make lab` does) in a temporary folder holding two
+through JUPYTER_CONFIG_PATH=jupyter, as `make lab` does) in a temporary folder holding two
 copies of the student release notebooks/01_basic_loop/01_basic_loop.ipynb:
 
 - notebooks/01_basic_loop/01_basic_loop.ipynb with the exercises answered (the solutions' code
@@ -21,7 +21,6 @@ import json
 import os
 import re
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
@@ -32,11 +31,13 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from course.paths import BUILD, JUPYTER_CONFIG, NOTEBOOKS, SOLUTIONS
+from course.paths import ROOT as REPO
+
 LESSON = "01_basic_loop"
-STUDENT_NOTEBOOK = REPO / "notebooks" / LESSON / f"{LESSON}.ipynb"
-SOLUTION_NOTEBOOK = REPO / "solutions" / LESSON / f"{LESSON}.ipynb"
-SCREENSHOTS = REPO / "build" / "browser"
+STUDENT_NOTEBOOK = NOTEBOOKS / LESSON / f"{LESSON}.ipynb"
+SOLUTION_NOTEBOOK = SOLUTIONS / LESSON / f"{LESSON}.ipynb"
+SCREENSHOTS = BUILD / "browser"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -115,7 +116,7 @@ def lab(tmp_path_factory):
         (settings / f"{plugin}.jupyterlab-settings").write_text(value)
     port, token = _free_port(), secrets.token_hex(16)
     venv_bin = str(Path(sys.executable).parent)
-    env = dict(os.environ, JUPYTER_CONFIG_PATH=str(REPO / "autograde"),
+    env = dict(os.environ, JUPYTER_CONFIG_PATH=str(JUPYTER_CONFIG),
                JUPYTER_RUNTIME_DIR=str(root / ".runtime"), PATH=venv_bin + os.pathsep + os.environ["PATH"])
     log = root / ".lab.log"
     with open(log, "w") as log_file:

@@ -1,13 +1,19 @@
 """`make run`'s comparison table: every path trains the same number of optimizer steps."""
-from helpers.compare import compare_paths, format_table
+import pytest
+
+from course.compare import compare_paths, format_table
 
 
-def test_every_path_is_compared_with_the_same_optimizer_steps(capsys):
+@pytest.mark.parametrize("progress", [False, True])
+def test_every_path_is_compared_with_the_same_optimizer_steps(capsys, progress):
     rows, histories = compare_paths(sizes={"train": 64, "validation": 32, "test": 8}, epochs=1,
-                                    batch_size=16, learning_rate=5e-4, progress=False)
+                                    batch_size=16, learning_rate=5e-4, progress=progress)
     assert [row[0] for row in rows] == ["plain loop", "Accelerator", "accumulation by hand",
                                         "accelerator.accumulate", "Trainer"]
     assert {row[1] for row in rows} == {4}, "64 examples at an effective batch of 16"
     assert all(history.optimizer_steps == 4 for history in histories.values())
-    assert "'loss'" not in capsys.readouterr().out, "no log line per optimizer step"
+    printed = capsys.readouterr()
+    assert "'loss'" not in printed.out + printed.err, "no log line per optimizer step"
+    bars = printed.err.count(" 0/4 [")  # tqdm prints a bar's empty state once, when it starts
+    assert bars == (5 if progress else 0), f"expected a bar per path, found {bars}:\n{printed.err[-2000:]}"
     assert len(format_table(rows).splitlines()) == 2 + len(rows)

@@ -2,7 +2,7 @@
 import torch
 
 import helpers
-from helpers.compare import FAST
+from course.compare import FAST
 
 
 def test_fast_settings_reach_85_percent_validation_accuracy(tokenizer):

@@ -4,7 +4,7 @@ notebooks are well formed (no outputs, stable cell ids, a parameters cell, 2 to 
 import nbformat
 import pytest
 
-from autograde.run_notebooks import lesson_notebooks
+from course.paths import lesson_notebooks
 from lesson_runs import executed
 
 LESSONS = lesson_notebooks()

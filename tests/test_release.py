@@ -8,10 +8,12 @@ import sys
 import nbformat
 import pytest
 
-from autograde import release
+from autograde.course import nbgrader_environment
+from course import release
+from course.paths import JUPYTER_CONFIG, NOTEBOOKS, ROOT, SOLUTIONS, lessons
 from lesson_runs import executed
 
-LESSONS = release.lessons()
+LESSONS = lessons()
 MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
 REGION = re.compile(r"### BEGIN (SOLUTION|HIDDEN TESTS)\n(.*?)### END \1", re.S)
 
@@ -44,8 +46,8 @@ def test_release_is_in_sync_with_solutions(fresh_release):
 
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_release_hides_solutions_and_hidden_tests(lesson):
-    source = release.SOURCE / lesson / f"{lesson}.ipynb"
-    student = release.RELEASE / lesson / f"{lesson}.ipynb"
+    source = SOLUTIONS / lesson / f"{lesson}.ipynb"
+    student = NOTEBOOKS / lesson / f"{lesson}.ipynb"
     nb = nbformat.read(student, as_version=4)
     text = "\n".join(cell.source for cell in nb.cells)
     for marker in MARKERS:
@@ -60,8 +62,8 @@ def test_release_hides_solutions_and_hidden_tests(lesson):
 
 def validate(notebook, invert=False):
     command = [sys.executable, "-m", "nbgrader", "validate", str(notebook)] + (["--invert"] if invert else [])
-    run = subprocess.run(command, capture_output=True, text=True, env=release.nbgrader_environment(),
-                         cwd=release.ROOT, timeout=900)
+    run = subprocess.run(command, capture_output=True, text=True, env=nbgrader_environment(JUPYTER_CONFIG),
+                         cwd=ROOT, timeout=900)
     return run.stdout + run.stderr
 
 
@@ -81,5 +83,5 @@ def test_solution_passes_its_own_tests(lesson):
 
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_untouched_student_notebook_fails_every_graded_test(lesson):
-    output = validate(release.RELEASE / lesson / f"{lesson}.ipynb", invert=True)
+    output = validate(NOTEBOOKS / lesson / f"{lesson}.ipynb", invert=True)
     assert "Success! The notebook does not pass any tests." in output, output[-3000:]

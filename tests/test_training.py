@@ -66,6 +66,14 @@ def test_empty_dataloader_is_refused(small_data, tokenizer):
         helpers.make_dataloader(small_data["train"].select([]), tokenizer, 4)
 
 
+@pytest.mark.parametrize("train", [helpers.train_pytorch, helpers.train_accelerate])
+def test_training_on_an_empty_dataloader_is_refused(small_data, train):
+    """A DataLoader built by hand (not by make_dataloader) can be empty too: training says so."""
+    empty = torch.utils.data.DataLoader(small_data["train"].select([]), batch_size=4)
+    with pytest.raises(ValueError, match="dataloader is empty: there is nothing to train on"):
+        train(helpers.load_model(), empty, progress=False)
+
+
 def test_evaluate_reports_loss_accuracy_and_f1(small_data, tokenizer):
     model = helpers.load_model()
     metrics = helpers.evaluate(model, helpers.make_dataloader(small_data["validation"], tokenizer, 16))

@@ -1,6 +1,6 @@
 """Train the default model once per path of the course and compare them in one table.
 
-    python -m helpers.compare        # prints the table, saves build/compare/loss_curves.png
+    python -m course.compare        # prints the table, saves build/compare/loss_curves.png
 
 The paths: the plain loop, the Accelerator loop, accumulation by hand, accumulation with
 `accelerator.accumulate`, and the Trainer. All start from the same weights and see the same
@@ -13,12 +13,10 @@ from pathlib import Path
 import torch
 from transformers import PrinterCallback, ProgressCallback
 
-from .data import load_data, make_dataloader, tokenize_data
-from .modeling import load_model, load_tokenizer
-from .plots import plot_history
-from .quiet import quiet
-from .trainer import make_trainer
-from .training import History, evaluate, train_accelerate, train_pytorch
+from helpers import (History, evaluate, load_data, load_model, load_tokenizer, make_dataloader, make_trainer,
+                     plot_history, quiet, tokenize_data, train_accelerate, train_pytorch)
+
+from .paths import BUILD
 
 # The fast settings: CPU minutes, and what tests/test_learning.py checks.
 FAST = dict(sizes={"train": 6000, "validation": 500, "test": 500}, epochs=4, batch_size=32,
@@ -64,7 +62,7 @@ def compare_paths(sizes, epochs, batch_size, learning_rate, seed=0, progress=Tru
         rows.append((name, history.optimizer_steps, history.loss[-1], evaluate(model, validation)["accuracy"],
                      history.seconds))
     torch.manual_seed(seed)
-    trainer = make_trainer(load_model(), tokenizer, data, output_dir="build/compare/trainer", epochs=epochs,
+    trainer = make_trainer(load_model(), tokenizer, data, output_dir=str(BUILD / "compare" / "trainer"), epochs=epochs,
                            batch_size=batch_size // ACCUMULATION_STEPS, learning_rate=learning_rate,
                            gradient_accumulation_steps=ACCUMULATION_STEPS, use_cpu=True,
                            disable_tqdm=not progress, seed=seed, logging_strategy="steps", logging_steps=1)
@@ -90,7 +88,7 @@ def format_table(rows):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Compare the course's training paths on the default data.")
-    parser.add_argument("--out", default="build/compare", help="folder for the loss-curve plot")
+    parser.add_argument("--out", default=str(BUILD / "compare"), help="folder for the loss-curve plot")
     parser.add_argument("--epochs", type=int, default=FAST["epochs"])
     args = parser.parse_args(argv)
     rows, histories = compare_paths(**{**FAST, "epochs": args.epochs})

@@ -1,8 +1,8 @@
 """`make bench`: measure speed, memory and learning into build/bench/report.md, with plots beside it.
 
-    python -m helpers.bench                      # all five figures, 3 repeats (about 15-25 minutes)
-    python -m helpers.bench --figures 3 4 5      # some of them
-    python -m helpers.bench --tiny --out DIR     # every code path in seconds (tests/test_bench.py)
+    python -m course.bench                      # all five figures, 3 repeats (about 15-25 minutes)
+    python -m course.bench --figures 3 4 5      # some of them
+    python -m course.bench --tiny --out DIR     # every code path in seconds (tests/test_bench.py)
 
 Every figure is a ratio of two things measured side by side in the same run, repeated; the report
 gives the median and the spread [min-max] of the repeats, and says how each was measured.
@@ -13,11 +13,11 @@ import time
 import traceback
 from pathlib import Path
 
+from ..paths import BUILD
 from .common import machine
 from .notebooks import figure_collection, figure_grading
 from .training import figure_learning, figure_memory, figure_overhead
 
-REPO = Path(__file__).resolve().parents[2]
 FIGURES = {1: figure_collection, 2: figure_grading, 3: figure_overhead, 4: figure_memory, 5: figure_learning}
 TITLES = {1: "Collection", 2: "Grading", 3: "Training core", 4: "Memory", 5: "Learning"}
 FULL = dict(repeats=3, submissions=20, jobs=None, warm_up=True,
@@ -81,7 +81,7 @@ def _not_measured(number, why):
 
 def render(figures, about, setting, tiny, seconds):
     lines = ["# Benchmark report", "",
-             "Written by `make bench` (`python -m helpers.bench`"
+             "Written by `make bench` (`python -m course.bench`"
              + (" --tiny: a smoke-test setting, not a measurement" if tiny else "") + ") on "
              + time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()) + f", in {seconds / 60:.1f} minutes.", "",
              "Each figure is a ratio of two things measured side by side in this run; a value reads "
@@ -120,9 +120,9 @@ def render(figures, about, setting, tiny, seconds):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m helpers.bench", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m course.bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default=str(REPO / "build" / "bench"))
+    parser.add_argument("--out", default=str(BUILD / "bench"))
     parser.add_argument("--figures", type=int, nargs="+", default=list(FIGURES), choices=list(FIGURES))
     parser.add_argument("--repeats", type=int, default=None, help="rounds per figure (default 3)")
     parser.add_argument("--jobs", type=int, default=None, help="make autograde's --jobs (default: nproc)")

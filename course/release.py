@@ -1,39 +1,23 @@
 """Regenerate the student notebooks (notebooks/) from the instructor's lessons (solutions/).
 
-    python -m autograde.release            # write notebooks/<lesson>/<lesson>.ipynb
-    python -m autograde.release --check    # exit 1 when notebooks/ differs from a fresh release
+    python -m course.release            # write notebooks/<lesson>/<lesson>.ipynb
+    python -m course.release --check    # exit 1 when notebooks/ differs from a fresh release
 
-nbgrader's generate_assignment does the work (course config: autograde/nbgrader_config.py): it
+nbgrader's generate_assignment does the work (course config: jupyter/nbgrader_config.py): it
 replaces the code between ### BEGIN SOLUTION / ### END SOLUTION with a stub, removes hidden
 tests, clears outputs and records checksums of the locked cells.
 """
 import argparse
 import difflib
 import json
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-SOURCE = ROOT / "solutions"
-RELEASE = ROOT / "notebooks"
-CONFIG_DIR = ROOT / "autograde"
+from autograde.course import generate_assignment
 
-
-def lessons(source=SOURCE):
-    """The lesson folders of `source` that hold a notebook named like the folder."""
-    return sorted(folder.name for folder in Path(source).iterdir()
-                  if (folder / f"{folder.name}.ipynb").is_file())
-
-
-def nbgrader_environment():
-    """Environment for an nbgrader subprocess: the course config, and this venv's tools on PATH."""
-    env = dict(os.environ, JUPYTER_CONFIG_PATH=str(CONFIG_DIR))
-    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    return env
+from .paths import JUPYTER_CONFIG, NOTEBOOKS, ROOT, lessons
 
 
 def generate(out, names=None):
@@ -43,20 +27,12 @@ def generate(out, names=None):
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as scratch:
         for name in names:
-            command = [
-                sys.executable, "-m", "nbgrader", "generate_assignment", name, "--force",
-                "--log-level=WARN",
-                f"--CourseDirectory.release_directory={out}",
-                # a throw-away gradebook: releasing must not touch the course's gradebook
-                f"--CourseDirectory.db_url=sqlite:///{Path(scratch) / 'gradebook.db'}",
-            ]
-            run = subprocess.run(command, cwd=ROOT, env=nbgrader_environment(),
-                                 capture_output=True, text=True)
-            if run.returncode != 0:
-                raise RuntimeError(f"nbgrader generate_assignment {name} failed:\n{run.stdout}{run.stderr}")
+            # a throw-away gradebook: releasing must not touch the course's gradebook
+            generate_assignment(name, root=ROOT, release_directory=out, config_path=JUPYTER_CONFIG,
+                                db_url=f"sqlite:///{Path(scratch) / 'gradebook.db'}")
             notebook = out / name / f"{name}.ipynb"
             if not notebook.is_file():
-                raise RuntimeError(f"nbgrader wrote no {notebook}:\n{run.stdout}{run.stderr}")
+                raise RuntimeError(f"nbgrader wrote no {notebook}")
             normalise(notebook)
     return names
 
@@ -67,7 +43,7 @@ def normalise(path):
     Path(path).write_text(json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
 
 
-def differences(released, committed=RELEASE):
+def differences(released, committed=NOTEBOOKS):
     """Lines that differ between a fresh release and the committed notebooks/ (empty: in sync)."""
     released, committed = Path(released), Path(committed)
     names = sorted({p.relative_to(released) for p in released.rglob("*.ipynb")}
@@ -104,8 +80,8 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as folder:
         names = generate(folder)
         for name in names:  # replace each lesson's folder whole, so nothing stale stays behind
-            shutil.rmtree(RELEASE / name, ignore_errors=True)
-            shutil.copytree(Path(folder) / name, RELEASE / name)
+            shutil.rmtree(NOTEBOOKS / name, ignore_errors=True)
+            shutil.copytree(Path(folder) / name, NOTEBOOKS / name)
     for name in names:
         print(f"released notebooks/{name}/{name}.ipynb")
     return 0

@@ -1,23 +1,23 @@
 """Figures 1-2: executing the lessons with papermill, and grading a class with `make autograde`."""
 import csv
-import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import nbformat
 
+from autograde.course import assignments_in, nbgrader_environment, prepare
+
+from ..paths import ROOT as REPO
 from .common import Figure, median, new_plot, save_plot, summary, timed
 
-REPO = Path(__file__).resolve().parents[2]
 FLOOR_SOURCE = "import torch, transformers, helpers  # the floor: a kernel and the course's imports"
 
 
 # ---- Figure 1: all solution notebooks with papermill, against the floor ----
 
 def figure_collection(setting, folder):
-    from autograde.run_notebooks import children_cpu_seconds, lesson_notebooks, run_notebook
+    from ..run import children_cpu_seconds, lesson_notebooks, run_notebook
     lessons = lesson_notebooks()
     floor = folder / "work" / "floor" / "floor.ipynb"
     floor.parent.mkdir(parents=True, exist_ok=True)
@@ -63,7 +63,7 @@ def figure_collection(setting, folder):
     axis.legend()
     figure.plot = save_plot(plot, folder, "collection.png")
     figure.method = (
-        "autograde.run_notebooks.run_notebook (what `make run` calls: papermill, kernel python3, default "
+        "course.run.run_notebook (what `make run` calls: papermill, kernel python3, default "
         "parameters) executes each solutions/<lesson>/<lesson>.ipynb; right before each lesson the same "
         f"function executes a one-cell notebook `{FLOOR_SOURCE.split('  #')[0]}` (the floor). "
         f"{setting['repeats']} rounds; ratios are taken within a round. Kernel CPU seconds come from "
@@ -85,7 +85,6 @@ def _toy_generator():
 
 def make_submissions(root, count):
     """`count` toy submissions (some answers wrong on purpose); returns (source, submissions)."""
-    from autograde.course import assignments_in, prepare
     toy = _toy_generator()
     source = toy.write_source(root / "source")
     seed = prepare(source, root / "seed", assignments_in(source))
@@ -105,7 +104,6 @@ def make_submissions(root, count):
 
 
 def _plain_nbgrader(root, source, submissions, env):
-    from autograde.course import prepare
     course = prepare(source, root, {"toy": ["toy"]})
     shutil.copytree(submissions, course / "submitted")
     command = [sys.executable, "-m", "nbgrader", "autograde", "toy", "--force",
@@ -131,8 +129,7 @@ def figure_grading(setting, folder):
     work = folder / "work" / "grading"
     shutil.rmtree(work, ignore_errors=True)
     source, submissions = make_submissions(work, count)
-    env = {key: value for key, value in os.environ.items() if key != "JUPYTER_CONFIG_PATH"}
-    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    env = nbgrader_environment()
     rates = {"make autograde": [], "plain nbgrader autograde": []}
     for repeat in range(setting["repeats"]):
         order = ["make autograde", "plain nbgrader autograde"][::1 if repeat % 2 == 0 else -1]

@@ -1,8 +1,8 @@
 """Execute every lesson (solutions/<lesson>/<lesson>.ipynb) with papermill into build/run/.
 
-    python -m autograde.run_notebooks                       # all lessons, fast default parameters
-    python -m autograde.run_notebooks 02_accelerator        # one lesson
-    python -m autograde.run_notebooks -p model_name distilbert-base-cased -p data_name glue/mrpc \\
+    python -m course.run                       # all lessons, fast default parameters
+    python -m course.run 02_accelerator        # one lesson
+    python -m course.run -p model_name distilbert-base-cased -p data_name glue/mrpc \\
         -p sizes null -p learning_rate 2e-5                 # the slides' setting (online, GPU)
 
 Prints one line per notebook (name, seconds, status) and exits 1 if any cell failed.
@@ -16,21 +16,9 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-SOURCE = ROOT / "solutions"
-OUT = ROOT / "build" / "run"
+from .paths import BUILD, ROOT, lesson_notebooks
 
-
-def lesson_notebooks(names=None):
-    """solutions/<lesson>/<lesson>.ipynb for the given lesson names (all when None)."""
-    found = {folder.name: folder / f"{folder.name}.ipynb" for folder in sorted(SOURCE.iterdir())
-             if (folder / f"{folder.name}.ipynb").is_file()}
-    if not names:
-        return list(found.values())
-    unknown = [name for name in names if name not in found]
-    if unknown:
-        raise SystemExit(f"unknown lesson(s) {unknown}; the lessons are {sorted(found)}")
-    return [found[name] for name in names]
+OUT = BUILD / "run"
 
 
 def children_cpu_seconds():

@@ -7,8 +7,9 @@ import time
 import torch
 from transformers import get_linear_schedule_with_warmup
 
-from .. import (evaluate, load_data, load_model, load_tokenizer, make_dataloader, make_trainer,
-                measure_peak_memory, quiet, tokenize_data, train_accelerate, train_pytorch)
+from helpers import (evaluate, load_data, load_model, load_tokenizer, make_dataloader, make_trainer,
+                     measure_peak_memory, quiet, tokenize_data, train_accelerate, train_pytorch)
+
 from .common import Figure, median, new_plot, save_plot, summary, timed
 
 

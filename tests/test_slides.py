@@ -1,0 +1,61 @@
+"""The loops the lessons show (helpers.slides) are code that trains, and they agree with each other.
+
+With full accumulation windows, dropout off and SGD, the four slide loops end with the same
+parameters: the plain loop at batch B, the Accelerator loop at B, and both accumulation loops
+at B / 2 with 2 micro-batches per optimizer step.
+"""
+import pytest
+import torch
+
+import helpers
+from helpers import slides
+
+BATCH = 8
+EXAMPLES = 32  # a multiple of BATCH: every accumulation window is full, as the slides' loop assumes
+LEARNING_RATE = 0.5
+
+
+@pytest.fixture(scope="module")
+def dataset(small_data):
+    return small_data["train"].select(range(EXAMPLES))
+
+
+def trained_with(loop, dataset, tokenizer, batch_size, optimizer_steps, **device):
+    with helpers.quiet():
+        model = helpers.load_model(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE)
+    scheduler = helpers.make_scheduler(optimizer, optimizer_steps)
+    loader = helpers.make_dataloader(dataset, tokenizer, batch_size)
+    slides.LOOPS[loop](model, optimizer, scheduler, loader, **device)
+    return {name: value.detach().clone() for name, value in model.named_parameters()}
+
+
+def test_every_slide_loop_trains_to_the_large_batch_parameters(dataset, tokenizer):
+    steps = EXAMPLES // BATCH
+    cpu = {"device": torch.device("cpu")}
+    expected = trained_with("pytorch", dataset, tokenizer, BATCH, steps, **cpu)
+    with helpers.quiet():
+        initial = dict(helpers.load_model().named_parameters())
+    assert max((expected[n] - initial[n]).abs().max().item() for n in expected) > 1e-3, "nothing trained"
+    others = {
+        "accelerator": trained_with("accelerator", dataset, tokenizer, BATCH, steps),
+        "pytorch_accumulation": trained_with("pytorch_accumulation", dataset, tokenizer, BATCH // 2, steps, **cpu),
+        "accelerator_accumulation": trained_with("accelerator_accumulation", dataset, tokenizer, BATCH // 2, steps),
+    }
+    for loop, parameters in others.items():
+        for name in expected:
+            assert torch.allclose(expected[name], parameters[name], rtol=1e-4, atol=1e-6), (
+                f"slides.{loop}: {name} differs from the plain loop at batch {BATCH} by "
+                f"{(expected[name] - parameters[name]).abs().max().item():.2e}")
+
+
+def test_source_is_the_body_of_the_function():
+    text = slides.source("accelerator")
+    assert text.startswith("accelerator = Accelerator(device_placement=True)\n")
+    assert "def " not in text and "accelerator.backward(loss)" in text
+
+
+def test_changed_lines_mark_what_the_accelerator_changes():
+    lines = slides.changed_lines("pytorch", "accelerator").splitlines()
+    assert "- " + "    loss.backward()" in lines and "+ " + "    accelerator.backward(loss)" in lines
+    assert "  " + "    optimizer.step()" in lines
