@@ -31,6 +31,9 @@ $(CHROMIUM):
 test: setup $(CHROMIUM) ## run the test suite
 	$(PYTHON) -m pytest
 
+quick: setup ## the fast tests only (pytest -m "not slow"): a few minutes, for day-to-day work
+	$(PYTHON) -m pytest -m "not slow"
+
 lab: setup ## open the student notebooks in JupyterLab, with nbgrader's panels
 	JUPYTER_CONFIG_PATH=$(CURDIR)/jupyter $(VENV)/bin/jupyter lab notebooks/
 
@@ -46,4 +49,4 @@ bench: setup ## measure speed, memory and learning into build/bench/report.md
 clean: ## remove build outputs and caches (keeps .venv)
 	rm -rf build .pytest_cache
 
-.PHONY: help setup run test lab release autograde bench clean
+.PHONY: help setup run test quick lab release autograde bench clean

@@ -21,3 +21,15 @@ def small_data(tokenizer):
     with helpers.quiet():
         return helpers.tokenize_data(helpers.load_data(sizes={"train": 60, "validation": 40, "test": 8}),
                                      tokenizer)
+
+
+# Whole modules that execute notebooks, grade a class, drive a browser or train at real sizes:
+# `make quick` (pytest -m "not slow") leaves them out for day-to-day work; `make test` runs all.
+SLOW_MODULES = {"test_autograde", "test_autograde_lessons", "test_bench", "test_browser", "test_compare",
+                "test_learning", "test_notebooks", "test_release"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.module.__name__ in SLOW_MODULES or item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow)
