@@ -78,7 +78,14 @@ attempt("write_other_submission", lambda: open({other!r}, "w").write("{{}}"))
 attempt("write_other_copy", lambda: open({other_copy!r}, "w").write("{{}}"))
 attempt("write_course_code", lambda: open({probe!r}, "x").write("# pwned"))
 attempt("network", lambda: socket.create_connection(("1.1.1.1", 80), timeout=1))
-attempt("signal_grader", lambda: os.kill(os.getppid(), 9))
+attempt("signal_grader", lambda: os.kill({grader_pid}, 0))  # 0: only asks whether it could
+attempt("see_grader_in_proc", lambda: os.stat("/proc/{grader_pid}"))
+attempt("list_home", lambda: os.listdir({home!r}))
+def root():
+    if os.geteuid() == 0 or os.getuid() == 0:
+        return
+    raise PermissionError("not root")
+attempt("run_as_root", root)
 print("REACH", sorted(results.items()))
 '''
 
