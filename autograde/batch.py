@@ -222,9 +222,11 @@ def _merge(out, submission, result, assignments):
             shutil.rmtree(target)
         if worker and (worker / kind / student / assignment).exists():
             shutil.copytree(worker / kind / student / assignment, target)
+    detail = result["detail"]
+    if result["status"] == "error" and "traceback:" not in detail:
+        detail += f" (traceback: {_log_path(out, student, assignment).relative_to(out)})"
     return {"student_id": student, "assignment": assignment, "score": report.fmt(score),
-            "max_score": report.fmt(max_score), "status": result["status"],
-            "detail": result["detail"]}
+            "max_score": report.fmt(max_score), "status": result["status"], "detail": detail}
 
 
 def _worker_grade(src, found, grade_id, notebook, assignment, student):

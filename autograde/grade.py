@@ -29,7 +29,7 @@ from .sandbox import SandboxSpec
 from .execute import (DropEmptyNbgraderMetadata, GuardedExecute, VerdictSaveAutoGrades,
                       trusted_setup)
 from .feedback import FEEDBACK_PREPROCESSORS
-from .validate import check_structure, read_submission
+from .validate import check_structure, read_submission, restore_structure
 
 # Most telling first: the row's status is the first kind that happened; detail lists them all.
 LOG_NAME = "grader.log"
@@ -96,13 +96,14 @@ def grade(job):
             events.append(problem)
             continue
         events.extend(check_structure(nb, release_dir / f"{notebook}.ipynb", notebook))
+        nb = restore_structure(nb, release_dir / f"{notebook}.ipynb")
         (submitted / f"{notebook}.ipynb").write_text(json.dumps(nb))
         valid.append(notebook)
     timestamp = job.submission / "timestamp.txt"
     if timestamp.is_file() and not timestamp.is_symlink() and timestamp.stat().st_size < 100:
         shutil.copy(timestamp, submitted / "timestamp.txt")
 
-    verdicts, timing = {}, {}
+    verdicts, timing, graded = {}, {}, []
     if valid:
         log_path = work / LOG_NAME
         for notebook in valid:
@@ -113,15 +114,18 @@ def grade(job):
             converter.log = _file_logger(log_path)
             try:
                 converter.start()
-            except Exception as error:  # nbgrader logged the traceback; name its last line
+            except Exception as error:
                 events.append(["error", f"nbgrader autograde failed on {notebook}: "
-                               f"{_last_error(log_path) or error}"[:300]])
+                               f"{_cause(error, log_path)}"[:300]])
+                continue
+            graded.append(notebook)
             if report.exists():
                 execution = json.loads(report.read_text())
                 events.extend(execution["events"])
                 verdicts.update({f"{notebook}/{k}": v for k, v in execution["verdicts"].items()})
         graded_at = time.monotonic()
-        _feedback(job, course, log_path, events)
+        if graded:
+            _feedback(job, course, log_path, events)
         timing["autograde_s"] = round(graded_at - started, 2)
         timing["feedback_s"] = round(time.monotonic() - graded_at, 2)
     result = {"timing": timing, "events": events, "verdicts": verdicts, "course": str(course),
@@ -167,12 +171,17 @@ def _feedback(job, course, log_path, events):
     config.CourseDirectory.student_id = job.student
     config.GenerateFeedback.preprocessors = FEEDBACK_PREPROCESSORS
     config.HideHiddenTests.hidden_sources = _hidden_sources(course, job.assignment)
+    redacted = job.work / "redacted.txt"
+    config.HideHiddenTests.report_path = str(redacted)
     try:
         converter = GenerateFeedback(coursedir=CourseDirectory(config=config), config=config)
         converter.log = _file_logger(log_path)
         converter.start()
     except Exception as error:
-        events.append(["error", f"feedback failed: {_last_error(log_path) or error}"[:300]])
+        events.append(["error", f"feedback failed: {_cause(error, log_path)}"[:300]])
+    if redacted.exists():  # not a failure: the status stays, the detail says it
+        cells = _unique(redacted.read_text().splitlines())
+        events.append(["redacted", f"feedback: hidden-test text removed from {', '.join(cells[:8])}"])
 
 
 def _hidden_sources(course, assignment):
@@ -192,14 +201,18 @@ def _file_logger(path):
     return logger
 
 
-def _last_error(log_path):
-    """The last line of the last traceback in the log: the exception and its message."""
+def _cause(error, log_path):
+    """One line for the row: the last line of the traceback nbgrader logged, else the exception.
+    The exception's own traceback goes to the log too."""
     text = Path(log_path).read_text(errors="replace") if Path(log_path).exists() else ""
-    if "Traceback (most recent call last)" not in text:
-        return ""
-    lines = text.rsplit("Traceback (most recent call last)", 1)[1].splitlines()[1:]
-    body = [line for line in lines if line.strip() and not line.startswith((" ", "[", "Traceback"))]
-    return body[0].strip() if body else ""
+    cause = f"{type(error).__name__}: {error}"
+    if "Traceback (most recent call last)" in text:
+        lines = text.rsplit("Traceback (most recent call last)", 1)[1].splitlines()[1:]
+        body = [line for line in lines if line.strip() and not line.startswith((" ", "["))]
+        cause = body[0] if body else cause
+    with open(log_path, "a") as log:
+        log.write(traceback.format_exc())
+    return " ".join(cause.split())
 
 
 def _status(events):
