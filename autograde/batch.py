@@ -35,15 +35,17 @@ def run(options):
     source = Path(options.source).resolve()
     out = Path(options.out).resolve()
     assignments = assignments_in(source)
+    uids = [None] * options.jobs
     if options.sandbox:
         sandbox.check_available()
+        uids = sandbox.kernel_uids(options.jobs)
     else:
         print("WARNING: AUTOGRADE_SANDBOX=off: student code runs as you, with your files and "
               "network, without memory limits. Only for trusted submissions.", file=sys.stderr)
     prepare(source, out, assignments)
     work = Path(tempfile.mkdtemp(prefix="autograde-"))
     try:
-        return _run(options, source, out, assignments, work, started)
+        return _run(options, source, out, assignments, work, uids, started)
     finally:
         if os.environ.get("AUTOGRADE_KEEP_WORK"):
             print(f"AUTOGRADE_KEEP_WORK: work folders kept in {work}", file=sys.stderr)
@@ -51,7 +53,7 @@ def run(options):
             shutil.rmtree(work, ignore_errors=True)
 
 
-def _run(options, source, out, assignments, work, started):
+def _run(options, source, out, assignments, work, uids, started):
     os.chmod(work, 0o711)
     jobs_dir, kernels_dir = work / "jobs", work / "kernels"
     jobs_dir.mkdir(mode=0o700)
@@ -72,7 +74,7 @@ def _run(options, source, out, assignments, work, started):
         slot = slots.get()
         try:
             job = _job(options, submission, assignments, copy, out, template,
-                       jobs_dir / f"job{index}", kernels_dir / f"kernel{slot}", slot, env, hide)
+                       jobs_dir / f"job{index}", kernels_dir / f"kernel{slot}", uids[slot], env, hide)
             return _grade_one(workers, job, out)
         finally:
             slots.put(slot)
@@ -103,7 +105,7 @@ def _run(options, source, out, assignments, work, started):
     return rows
 
 
-def _job(options, submission, assignments, copy, out, template, job_dir, scratch, slot, env,
+def _job(options, submission, assignments, copy, out, template, job_dir, scratch, uid, env,
          hide):
     """The Job for one submission, with its kernel's fresh scratch folder (supporting files
     the students had, never the notebooks)."""
@@ -118,7 +120,7 @@ def _job(options, submission, assignments, copy, out, template, job_dir, scratch
     if options.sandbox:
         spec = sandbox.SandboxSpec(
             scratch=str(scratch), env=env, read_only=tuple(_exposed(env)), hide=tuple(hide),
-            uid=sandbox.kernel_uid(slot) if os.geteuid() == 0 else None,
+            uid=uid,
             limits=sandbox.KernelLimits(memory_bytes=options.memory_mb * 1024 ** 2,
                                         cpu_seconds=int(options.timeout * 4 + 60)))
         sandbox.give_to_kernel(spec, scratch, *scratch.rglob("*"))

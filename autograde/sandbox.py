@@ -15,6 +15,7 @@ The same command runs for every user:
 The kernel is bwrap's child in its own pid namespace, and bwrap dies with its parent (the grading
 worker): when either ends, every process of the kernel ends with it.
 """
+import fcntl
 import os
 import pwd
 import shutil
@@ -68,18 +69,33 @@ def bwrap():
     return path
 
 
-def kernel_uid(slot):
-    """As root, the uid for parallel slot `slot`: UID_BASE + n, skipping uids with an account.
-    Each slot has its own, so a fork bomb in one kernel cannot use up another's process limit."""
-    uid, free = UID_BASE, -1
-    while True:
+def kernel_uids(count, search=4096):
+    """As root, `count` uids for the parallel slots' kernels: from UID_BASE on, without an
+    account, each held by an exclusive lock until this process exits, so that two graders on
+    one machine never share one (a fork bomb in one kernel cannot use up another's process
+    limit). Not root: the kernels run as you, in their own user namespace."""
+    if os.geteuid() != 0:
+        return [None] * count
+    lock_dir = "/run/lock" if os.path.isdir("/run/lock") else "/tmp"
+    held = []
+    for uid in range(UID_BASE, UID_BASE + search):
+        if len(held) == count:
+            return held
         try:
             pwd.getpwuid(uid)
+            continue
         except KeyError:
-            free += 1
-            if free == slot:
-                return uid
-        uid += 1
+            pass
+        fd = os.open(f"{lock_dir}/autograde-sandbox-{uid}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            held.append(uid)  # the descriptor stays open: the lock lasts as long as we do
+        except OSError:
+            os.close(fd)
+    if len(held) < count:
+        raise SandboxError(f"no {count} free sandbox uids from {UID_BASE}; set "
+                           "AUTOGRADE_SANDBOX_UID_BASE to a free range")
+    return held
 
 
 def command(spec, argv):
@@ -141,7 +157,7 @@ def check_available():
     """Raise SandboxError, naming what is missing and how to get it, unless kernels can run
     isolated here: try a sandboxed `true`."""
     with tempfile.TemporaryDirectory(prefix="autograde-probe-") as scratch:
-        spec = SandboxSpec(scratch=scratch, uid=kernel_uid(0),
+        spec = SandboxSpec(scratch=scratch, uid=kernel_uids(1)[0],
                            limits=KernelLimits(memory_bytes=2 * 1024 ** 3, cpu_seconds=10))
         give_to_kernel(spec, scratch)
         probe = subprocess.run(command(spec, ["true"]), capture_output=True, text=True)

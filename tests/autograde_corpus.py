@@ -88,7 +88,10 @@ attempt("write_course_code", lambda: open({probe!r}, "x").write("# pwned"))
 attempt("network", lambda: socket.create_connection(("1.1.1.1", 80), timeout=1))
 attempt("signal_grader", lambda: os.kill({grader_pid}, 0))  # 0: only asks whether it could
 attempt("see_grader_in_proc", lambda: os.stat("/proc/{grader_pid}"))
-attempt("list_home", lambda: os.listdir({home!r}))
+def list_home():
+    if sorted(os.listdir({home!r})) != {home_listing!r}:
+        raise PermissionError("not the grader's home")
+attempt("list_home", list_home)
 def root():
     if os.geteuid() == 0 or os.getuid() == 0:
         return

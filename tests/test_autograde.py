@@ -73,7 +73,8 @@ def graded(toy):
                # a new file in the course's code, never an existing one: if the sandbox broke,
                # the test fails without damaging the tree
                "probe": str(REPO / "helpers" / f"_sandbox_probe_{os.getpid()}.py"),
-               "grader_pid": os.getpid(), "home": str(Path.home())}
+               "grader_pid": os.getpid(), "home": str(Path.home()),
+               "home_listing": sorted(os.listdir(Path.home()))}
     for student, build, _, _ in CASES:
         folder = submissions / student / "toy"
         folder.mkdir(parents=True)
@@ -127,7 +128,7 @@ def test_student_code_cannot_reach_outside_its_sandbox(graded):
 def test_feedback_never_shows_hidden_tests(graded):
     feedback = list((graded["out"] / "feedback").rglob("*.html"))
     graded_rows = [r for r in table(graded["out"]).values() if r["status"] not in
-                   ("invalid_notebook", "missing")]
+                   ("invalid_notebook", "missing", "error")]  # these never ran
     assert len(feedback) == len(graded_rows)
     for page in feedback:
         html = page.read_text()
@@ -137,6 +138,24 @@ def test_feedback_never_shows_hidden_tests(graded):
     # the autograded copy for the instructor keeps them: the scrubbing is what protects them
     autograded = graded["out"] / "autograded" / "blank" / "toy" / "toy.ipynb"
     assert HIDDEN_MARKERS[0] in autograded.read_text()
+
+
+def test_hidden_test_markers_in_a_students_output_are_redacted_not_withheld(graded):
+    rows = table(graded["out"])
+    for student in ("prints_markers", "markers_in_code"):
+        assert "hidden-test text removed from cell" in rows[(student, "toy")]["detail"], student
+        page = graded["out"] / "feedback" / student / "toy" / "toy.html"
+        text = unescape(re.sub(r"<[^>]+>", "", page.read_text()))
+        assert "BEGIN HIDDEN TESTS" not in text and "END HIDDEN TESTS" not in text, student
+
+
+def test_error_rows_name_the_cause_and_keep_the_traceback(graded):
+    errors = [r for r in table(graded["out"]).values() if r["status"] == "error"]
+    assert errors
+    for row in errors:
+        assert "NbGraderException: One or more notebooks" in row["detail"], row  # the cause
+        log = re.search(r"traceback: (\S+\.log)", row["detail"]).group(1)
+        assert "Traceback (most recent call last)" in (graded["out"] / log).read_text()
 
 
 def test_gradebook_holds_every_row_for_formgrader(graded):
@@ -225,8 +244,8 @@ def test_without_user_namespaces_the_grader_names_the_missing_feature(toy, tmp_p
     grader = [sys.executable, "-m", "autograde", "--submissions", str(tmp_path / "subs"),
               "--out", str(tmp_path / "out"), "--source", str(source)]
     run = subprocess.run(["bwrap", "--unshare-user", "--uid", "1000", "--disable-userns",
-                          "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
-                          "--chdir", str(REPO), "--", *grader], capture_output=True, text=True)
+                          "--ro-bind", "/", "/", "--bind", "/tmp", "/tmp", "--proc", "/proc",
+                          "--dev", "/dev", "--chdir", str(REPO), "--", *grader], capture_output=True, text=True)
     assert run.returncode == 2, run.stderr
     assert "user namespaces" in run.stderr and "sysctl -w" in run.stderr, run.stderr
     assert "AUTOGRADE_SANDBOX=off" in run.stderr
