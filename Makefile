@@ -28,7 +28,11 @@ CHROMIUM := /usr/bin/chromium
 $(CHROMIUM):
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then echo "Installing chromium (apt) for the browser test ..."; { apt-get update -qq && apt-get install -y -qq chromium; } >/dev/null 2>&1 || echo "Could not install chromium: the browser test will be skipped"; else echo "The browser test needs chromium: sudo apt-get install chromium"; fi
 
-test: setup $(CHROMIUM) ## run the test suite
+# bubblewrap isolates each student's kernel (make autograde, the grading tests): installed when root with apt
+bwrap:
+	@command -v bwrap >/dev/null || { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then echo "Installing bubblewrap (apt) for grading ..."; { apt-get update -qq && apt-get install -y -qq bubblewrap; } >/dev/null 2>&1 || echo "Could not install bubblewrap: grading will say what it needs"; else echo "Grading needs bubblewrap: sudo apt-get install bubblewrap"; fi; }
+
+test: setup $(CHROMIUM) bwrap ## run the test suite
 	$(PYTHON) -m pytest
 
 quick: setup ## the fast tests only (pytest -m "not slow"): a few minutes, for day-to-day work
@@ -40,7 +44,7 @@ lab: setup ## open the student notebooks in JupyterLab, with nbgrader's panels
 release: setup ## regenerate the student notebooks/ from solutions/ with nbgrader
 	$(PYTHON) -m course.release
 
-autograde: setup ## grade a class: make autograde SUBMISSIONS=<folder or LMS zip> [OUT=...] [JOBS=...]
+autograde: setup bwrap ## grade a class: make autograde SUBMISSIONS=<folder or LMS zip> [OUT=...] [JOBS=...]
 	$(PYTHON) -m autograde --submissions "$(SUBMISSIONS)" --out "$(OUT)" --jobs $(JOBS)
 
 bench: setup ## measure speed, memory and learning into build/bench/report.md
@@ -49,4 +53,4 @@ bench: setup ## measure speed, memory and learning into build/bench/report.md
 clean: ## remove build outputs and caches (keeps .venv)
 	rm -rf build .pytest_cache
 
-.PHONY: help setup run test quick lab release autograde bench clean
+.PHONY: help setup bwrap run test quick lab release autograde bench clean

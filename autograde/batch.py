@@ -1,15 +1,20 @@
 """Grade a batch: prepare the course, collect, grade submissions in parallel (one worker process
-and one sandboxed kernel each), merge results into the gradebook, write the table and feedback."""
+and one sandboxed kernel each), merge results into the gradebook, write the table and feedback.
+
+Workers are forked by the standard library's forkserver, which imports autograde.grade (and so
+nbgrader) once: a fresh process per submission without seconds of imports each. Each worker's
+log, with every traceback, is kept as OUT/logs/<student>/<assignment>.log.
+"""
 import json
+import multiprocessing
 import os
 import queue
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+import traceback
 import warnings
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
@@ -19,6 +24,7 @@ from nbgrader.api import Gradebook, MissingEntry
 from . import report, sandbox
 from .collect import collect
 from .course import assignments_in, ensure_venv_on_path, prepare
+from .grade import LOG_NAME, GradingLimits, Job, run_job
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -29,13 +35,11 @@ def run(options):
     source = Path(options.source).resolve()
     out = Path(options.out).resolve()
     assignments = assignments_in(source)
+    uids = [None] * options.jobs
     if options.sandbox:
         sandbox.check_available()
-        uids = sandbox.acquire_uids(options.jobs)
-        for uid in uids:  # leftovers of an interrupted earlier batch
-            sandbox.kill_all(uid)
+        uids = sandbox.kernel_uids(options.jobs)
     else:
-        uids = [None] * options.jobs
         print("WARNING: AUTOGRADE_SANDBOX=off: student code runs as you, with your files and "
               "network, without memory limits. Only for trusted submissions.", file=sys.stderr)
     prepare(source, out, assignments)
@@ -59,6 +63,8 @@ def _run(options, source, out, assignments, work, uids, started):
     shutil.copy(out / "gradebook.db", template)
     env = _kernel_env(source, kernels_dir, options)
     hide = _hidden_paths(source, out, options.submissions, jobs_dir)
+    workers = multiprocessing.get_context("forkserver")
+    workers.set_forkserver_preload(["autograde.grade"])
     slots = queue.Queue()
     for slot in range(options.jobs):
         slots.put(slot)
@@ -67,12 +73,12 @@ def _run(options, source, out, assignments, work, uids, started):
         copy = _copy_submission(submission, assignments[submission.assignment], out)
         slot = slots.get()
         try:
-            return _grade_one(options, index, submission, copy, assignments, out, template,
-                              jobs_dir, kernels_dir, slot, uids[slot], env, hide, server)
+            job = _job(options, submission, assignments, copy, out, template,
+                       jobs_dir / f"job{index}", kernels_dir / f"kernel{slot}", uids[slot], env, hide)
+            return _grade_one(workers, job, out)
         finally:
             slots.put(slot)
 
-    server = ForkServer(work / "forkserver.log", None if uids[0] is not None else env)
     rows = []
     print(f"Grading {len(submissions)} submissions with {options.jobs} parallel jobs ...",
           file=sys.stderr)
@@ -83,64 +89,81 @@ def _run(options, source, out, assignments, work, uids, started):
             try:
                 result = future.result()
             except Exception as error:  # the grader's own failure: still a row, still a batch
-                result = {"status": "error", "detail": f"grader error: {error}"[:300],
-                          "course": None}
+                log = _log_path(out, submission.student, submission.assignment)
+                log.parent.mkdir(parents=True, exist_ok=True)
+                log.write_text(traceback.format_exc())
+                result = {"status": "error", "course": None,
+                          "detail": f"grader error: {type(error).__name__}: {error} "
+                                    f"(traceback: {log.relative_to(out)})"[:300]}
             rows.append(_merge(out, submission, result, assignments))
             report.progress(len(rows), len(submissions), rows[-1])
-    server.close()
     report.write_csv(out / "grades.csv", rows)
     _give_to_sudo_user(out)
     print(report.summary(rows, time.monotonic() - started, options.jobs))
     print(f"Table: {out / 'grades.csv'}  Feedback: {out / 'feedback'}  Gradebook: "
-          f"{out / 'gradebook.db'}")
+          f"{out / 'gradebook.db'}  Logs: {out / 'logs'}")
     return rows
 
 
-class ForkServer:
-    """One `python -m autograde.grade --serve` process that has imported nbgrader once and forks
-    a fresh child per submission (saves seconds of imports per submission)."""
+def _job(options, submission, assignments, copy, out, template, job_dir, scratch, uid, env,
+         hide):
+    """The Job for one submission, with its kernel's fresh scratch folder (supporting files
+    the students had, never the notebooks)."""
+    job_dir.mkdir(mode=0o700)
+    if scratch.exists():
+        shutil.rmtree(scratch)
+    scratch.mkdir(mode=0o700)
+    for item in (out / "release" / submission.assignment).iterdir():
+        if item.suffix != ".ipynb" and item.is_file():
+            shutil.copy(item, scratch / item.name)
+    spec = None
+    if options.sandbox:
+        spec = sandbox.SandboxSpec(
+            scratch=str(scratch), env=env, read_only=tuple(_exposed(env)), hide=tuple(hide),
+            uid=uid,
+            limits=sandbox.KernelLimits(memory_bytes=options.memory_mb * 1024 ** 2,
+                                        cpu_seconds=int(options.timeout * 4 + 60)))
+        sandbox.give_to_kernel(spec, scratch, *scratch.rglob("*"))
+    return Job(student=submission.student, assignment=submission.assignment,
+               notebooks=tuple(assignments[submission.assignment]), submission=copy, out=out,
+               work=job_dir, template_db=template, scratch=scratch, sandbox=spec,
+               kernel_env=env, protected_packages=tuple(options.protected),
+               preload=tuple(options.preload),
+               limits=GradingLimits(cell_timeout=options.cell_timeout,
+                                    submission_timeout=options.timeout,
+                                    output_bytes=options.max_output_bytes))
 
-    def __init__(self, log_path, extra_env):
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "autograde.grade", "--serve"], cwd=REPO, text=True,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(log_path, "w"),
-            env={**os.environ, **(extra_env or {})})
-        self.lock = threading.Lock()
-        self.pids, self.done = {}, {}
-        self.events = {}
-        threading.Thread(target=self._read, daemon=True).start()
 
-    def _read(self):
-        for line in self.process.stdout:
-            kind, job, value = line.split()
-            event = self.events[job]
-            if kind == "started":
-                self.pids[job] = int(value)
-            else:
-                self.done[job] = int(value)
-                event.set()
+def _grade_one(workers, job, out):
+    """Run the job in a forked worker; its result, or a row saying why there is none."""
+    budget = job.limits.submission_timeout * len(job.notebooks) + 180
+    worker = workers.Process(target=run_job, args=(job,), name=f"grade {job.student}")
+    try:
+        worker.start()
+        worker.join(budget)
+        killed = worker.is_alive()
+        if killed:  # its kernel (bwrap) dies with it
+            worker.kill()
+            worker.join()
+    finally:
+        shutil.rmtree(job.scratch, ignore_errors=True)
+    log = _log_path(out, job.student, job.assignment)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    if (job.work / LOG_NAME).exists():
+        shutil.copyfile(job.work / LOG_NAME, log)
+    result_path = job.work / "result.json"
+    if result_path.exists():
+        return json.loads(result_path.read_text())
+    if killed:
+        return {"status": "timeout", "detail": f"grading took over {budget:.0f} s", "course": None}
+    last = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
+    return {"status": "error", "course": None,
+            "detail": f"grader crashed: {last[0] if last else 'no log'} "
+                      f"(traceback: {log.relative_to(out)})"[:300]}
 
-    def run(self, job_path, timeout):
-        """Grade one job; False when it ran past `timeout` and was killed."""
-        job = str(job_path)
-        self.events[job] = threading.Event()
-        with self.lock:
-            self.process.stdin.write(job + "\n")
-            self.process.stdin.flush()
-        if self.events[job].wait(timeout):
-            return True
-        pid = self.pids.get(job)
-        if pid:
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        self.events[job].wait(30)
-        return False
 
-    def close(self):
-        self.process.stdin.close()
-        self.process.wait(timeout=60)
+def _log_path(out, student, assignment):
+    return out / "logs" / student / f"{assignment}.log"
 
 
 def _give_to_sudo_user(out):
@@ -166,52 +189,6 @@ def _copy_submission(submission, notebooks, out):
         else:
             (target / name).mkdir()  # keep "not a file" visible to the validator
     return target
-
-
-def _grade_one(options, index, submission, copy, assignments, out, template, jobs_dir,
-               kernels_dir, slot, uid, env, hide, server):
-    job_dir = jobs_dir / f"job{index}"
-    job_dir.mkdir(mode=0o700)
-    scratch = kernels_dir / f"kernel{slot}"
-    if scratch.exists():
-        shutil.rmtree(scratch)
-    scratch.mkdir(mode=0o700)
-    release = out / "release" / submission.assignment
-    for item in release.iterdir():  # supporting files the students had, never the notebooks
-        if item.suffix != ".ipynb" and item.is_file():
-            shutil.copy(item, scratch / item.name)
-    if uid is not None:
-        for path in [scratch, *scratch.rglob("*")]:
-            os.chown(path, uid, uid)
-    limits = {"cell_timeout": options.cell_timeout, "submission_timeout": options.timeout,
-              "output_bytes": options.max_output_bytes}
-    spec = None if uid is None else {
-        "uid": uid, "scratch": str(scratch), "hide": hide, "env": env,
-        "newroot": str(kernels_dir / f"root{slot}"), "read_only": _exposed(env),
-        "limits": {"memory_bytes": options.memory_mb * 1024 ** 2,
-                   "cpu_seconds": int(options.timeout * 4 + 60),
-                   "file_bytes": 256 * 1024 ** 2, "processes": 1024}}
-    job = {"student": submission.student, "assignment": submission.assignment,
-           "notebooks": assignments[submission.assignment], "submission": str(copy),
-           "out": str(out), "work": str(job_dir), "template_db": str(template),
-           "scratch": str(scratch), "sandbox_spec": spec, "limits": limits,
-           "protected_packages": options.protected, "preload": options.preload}
-    (job_dir / "job.json").write_text(json.dumps(job))
-    budget = options.timeout * len(job["notebooks"]) + 180
-    killed = False
-    try:
-        killed = not server.run(job_dir / "job.json", budget)
-    finally:
-        if uid is not None:
-            sandbox.kill_all(uid)
-        shutil.rmtree(scratch, ignore_errors=True)
-    result_path = job_dir / "result.json"
-    if result_path.exists():
-        return json.loads(result_path.read_text())
-    if killed:
-        return {"status": "timeout", "detail": f"grading took over {budget:.0f} s", "course": None}
-    tail = (job_dir / "worker.log").read_text()[-300:]
-    return {"status": "error", "detail": f"grader crashed: {tail}", "course": None}
 
 
 def _merge(out, submission, result, assignments):
@@ -247,9 +224,11 @@ def _merge(out, submission, result, assignments):
             shutil.rmtree(target)
         if worker and (worker / kind / student / assignment).exists():
             shutil.copytree(worker / kind / student / assignment, target)
+    detail = result["detail"]
+    if result["status"] == "error" and "traceback:" not in detail:
+        detail += f" (traceback: {_log_path(out, student, assignment).relative_to(out)})"
     return {"student_id": student, "assignment": assignment, "score": report.fmt(score),
-            "max_score": report.fmt(max_score), "status": result["status"],
-            "detail": result["detail"]}
+            "max_score": report.fmt(max_score), "status": result["status"], "detail": detail}
 
 
 def _worker_grade(src, found, grade_id, notebook, assignment, student):

@@ -21,9 +21,10 @@ from . import sandbox
 
 
 class SandboxKernelManager(AsyncKernelManager):
-    """Starts the kernel through autograde.sandbox (or plainly, with spec None) with the guard."""
+    """Starts the kernel with the guard, inside autograde.sandbox (or plainly, with spec None)."""
 
     sandbox_spec = Any(None)
+    kernel_env = Dict({})  # without a sandbox: added to the grader's environment
     guard_args = Unicode("")
 
     def format_kernel_cmd(self, extra_arguments=None):
@@ -33,16 +34,25 @@ class SandboxKernelManager(AsyncKernelManager):
                "--HistoryManager.hist_file=:memory:", "--IPKernelApp.log_level=ERROR"]
         if self.sandbox_spec is None:
             return cmd
-        uid = self.sandbox_spec["uid"]
-        os.chown(self.connection_file, uid, uid)
-        return [sys.executable, "-m", "autograde.sandbox", json.dumps(self.sandbox_spec), "--", *cmd]
+        sandbox.give_to_kernel(self.sandbox_spec, self.connection_file)
+        return sandbox.command(self.sandbox_spec, cmd)
+
+    async def _async_pre_start_kernel(self, **kw):
+        if self.sandbox_spec is None:
+            kw["env"] = {**os.environ, **self.kernel_env}
+        cmd, kw = await super()._async_pre_start_kernel(**kw)
+        # A signal would reach bwrap, not the kernel inside it (and stop bwrap): ask the kernel
+        # to interrupt itself with a control message instead.
+        self.kernel_spec.interrupt_mode = "message"
+        return cmd, kw
 
 
 class GuardedExecute(Execute):
     """Execute with: a sandboxed kernel, per-cell and per-submission time limits, a cap on kept
     output, survival of a dying kernel, and guarded test cells (see autograde.guard)."""
 
-    sandbox_spec = Any(None, allow_none=True).tag(config=True)
+    sandbox_spec = Any(None, allow_none=True).tag(config=True)  # a sandbox.SandboxSpec
+    kernel_env = Dict({}).tag(config=True)
     scratch = Unicode("").tag(config=True)
     cell_timeout = Integer(60).tag(config=True)
     submission_timeout = Float(300).tag(config=True)
@@ -57,6 +67,7 @@ class GuardedExecute(Execute):
                                   ip=os.path.join(self.scratch, "zmq"))
         km.connection_file = os.path.join(self.scratch, "kernel.json")
         km.sandbox_spec = self.sandbox_spec
+        km.kernel_env = dict(self.kernel_env)
         km.guard_args = f"packages={list(self.protected_packages)!r}, preload={list(self.preload)!r}"
         self.km = km
         return km

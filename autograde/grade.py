@@ -1,8 +1,10 @@
 """Grade one submission (one student, one assignment) in a private nbgrader course folder.
 
-Run by the parent as `python -m autograde.grade JOB.json` (trusted, as the grader's user); only
-the kernel it starts runs student code, inside autograde.sandbox. Writes RESULT.json next to the
-job: status, detail, per-test verdicts, and where the autograded notebook and feedback are.
+The batch runs `run_job(job)` in a worker process forked from a multiprocessing forkserver that
+imported this module (and so nbgrader) once. The worker is trusted and runs as the grader's user;
+only the kernel it starts runs student code, inside autograde.sandbox. It writes result.json in
+the job's work folder (status, detail, per-test verdicts, where the autograded notebook and
+feedback are) and its log, with every traceback, in grader.log beside it.
 """
 import json
 import logging
@@ -10,6 +12,8 @@ import os
 import shutil
 import sys
 import time
+import traceback
+from dataclasses import dataclass
 from pathlib import Path
 
 from nbconvert.preprocessors import ClearMetadataPreprocessor
@@ -21,45 +25,87 @@ from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, Clea
                                     OverwriteKernelspec)
 from traitlets.config import Config
 
-from .course import ensure_venv_on_path
+from .sandbox import SandboxSpec
 from .execute import (DropEmptyNbgraderMetadata, GuardedExecute, VerdictSaveAutoGrades,
                       trusted_setup)
 from .feedback import FEEDBACK_PREPROCESSORS
-from .validate import check_structure, read_submission
+from .validate import check_structure, read_submission, restore_structure
 
 # Most telling first: the row's status is the first kind that happened; detail lists them all.
+LOG_NAME = "grader.log"
 STATUS_ORDER = ["error", "missing", "invalid_notebook", "timeout", "kernel_died", "memory_limit",
                 "sys_exit", "tampered", "modified", "output_truncated", "graded"]
 
 
+
+
+@dataclass(frozen=True)
+class GradingLimits:
+    cell_timeout: int          # seconds per cell
+    submission_timeout: float  # seconds per notebook
+    output_bytes: int          # output kept per cell
+
+
+@dataclass(frozen=True)
+class Job:
+    """One student's submission of one assignment, as a worker grades it."""
+    student: str
+    assignment: str
+    notebooks: tuple          # the assignment's notebook names
+    submission: Path          # the grader's copy of the submission (OUT/submitted/...)
+    out: Path
+    work: Path                # this job's private folder (course/, grader.log, result.json)
+    template_db: Path         # the gradebook with the assignment's records, copied per job
+    scratch: Path             # the kernel's HOME and cwd
+    limits: GradingLimits
+    sandbox: SandboxSpec | None   # None: AUTOGRADE_SANDBOX=off
+    kernel_env: dict          # without a sandbox: added to the kernel's environment
+    protected_packages: tuple
+    preload: tuple
+
+
+def run_job(job):
+    """Worker process: grade, with stdout/stderr and every traceback in the job's grader.log."""
+    with open(job.work / LOG_NAME, "a") as log:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+    try:
+        grade(job)
+    except BaseException:
+        traceback.print_exc()
+        sys.stderr.flush()
+        os._exit(1)
+
+
 def grade(job):
     started = time.monotonic()
-    work = Path(job["work"])
+    work = job.work
     course = work / "course"
-    student, assignment = job["student"], job["assignment"]
+    student, assignment = job.student, job.assignment
     events = []
     submitted = course / "submitted" / student / assignment
     submitted.mkdir(parents=True)
     (course / "source").mkdir()
-    (course / "source" / assignment).symlink_to(Path(job["out"]) / "source" / assignment)
-    shutil.copy(job["template_db"], course / "gradebook.db")
-    release_dir = Path(job["out"]) / "release" / assignment
+    (course / "source" / assignment).symlink_to(job.out / "source" / assignment)
+    shutil.copy(job.template_db, course / "gradebook.db")
+    release_dir = job.out / "release" / assignment
     valid = []
-    for notebook in job["notebooks"]:
-        nb, problem = read_submission(Path(job["submission"]) / f"{notebook}.ipynb")
+    for notebook in job.notebooks:
+        nb, problem = read_submission(job.submission / f"{notebook}.ipynb")
         if problem:
             events.append(problem)
             continue
         events.extend(check_structure(nb, release_dir / f"{notebook}.ipynb", notebook))
+        nb = restore_structure(nb, release_dir / f"{notebook}.ipynb")
         (submitted / f"{notebook}.ipynb").write_text(json.dumps(nb))
         valid.append(notebook)
-    timestamp = Path(job["submission"]) / "timestamp.txt"
+    timestamp = job.submission / "timestamp.txt"
     if timestamp.is_file() and not timestamp.is_symlink() and timestamp.stat().st_size < 100:
         shutil.copy(timestamp, submitted / "timestamp.txt")
 
-    verdicts, timing = {}, {}
+    verdicts, timing, graded = {}, {}, []
     if valid:
-        log_path = work / "nbgrader.log"
+        log_path = work / LOG_NAME
         for notebook in valid:
             report = work / f"execute-{notebook}.json"
             config = _config(job, course, notebook, report, release_dir / f"{notebook}.ipynb")
@@ -68,14 +114,18 @@ def grade(job):
             converter.log = _file_logger(log_path)
             try:
                 converter.start()
-            except Exception as error:  # nbgrader already logged the traceback
-                events.append(["error", f"nbgrader autograde failed on {notebook}: {error}"[:300]])
+            except Exception as error:
+                events.append(["error", f"nbgrader autograde failed on {notebook}: "
+                               f"{_cause(error, log_path)}"[:300]])
+                continue
+            graded.append(notebook)
             if report.exists():
                 execution = json.loads(report.read_text())
                 events.extend(execution["events"])
                 verdicts.update({f"{notebook}/{k}": v for k, v in execution["verdicts"].items()})
         graded_at = time.monotonic()
-        _feedback(job, course, log_path, events)
+        if graded:
+            _feedback(job, course, log_path, events)
         timing["autograde_s"] = round(graded_at - started, 2)
         timing["feedback_s"] = round(time.monotonic() - graded_at, 2)
     result = {"timing": timing, "events": events, "verdicts": verdicts, "course": str(course),
@@ -87,8 +137,8 @@ def grade(job):
 def _config(job, course, notebook, report, release_path):
     config = Config()
     config.CourseDirectory.root = str(course)
-    config.CourseDirectory.assignment_id = job["assignment"]
-    config.CourseDirectory.student_id = job["student"]
+    config.CourseDirectory.assignment_id = job.assignment
+    config.CourseDirectory.student_id = job.student
     config.CourseDirectory.notebook_id = notebook
     config.Autograde.autograde_preprocessors = [
         GuardedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
@@ -97,17 +147,17 @@ def _config(job, course, notebook, report, release_path):
         ClearOutput, DeduplicateIds, DropEmptyNbgraderMetadata, OverwriteKernelspec,
         OverwriteCells, CheckCellMetadata]
     config.OverwriteCells.add_missing_cells = True
-    limits = job["limits"]
     execute = config.GuardedExecute
-    execute.sandbox_spec = job.get("sandbox_spec")
-    execute.scratch = job["scratch"]
-    execute.cell_timeout = limits["cell_timeout"]
-    execute.submission_timeout = limits["submission_timeout"]
-    execute.max_output_bytes = limits["output_bytes"]
-    execute.protected_packages = job["protected_packages"]
-    execute.preload = job["preload"]
+    execute.sandbox_spec = job.sandbox
+    execute.kernel_env = job.kernel_env
+    execute.scratch = str(job.scratch)
+    execute.cell_timeout = job.limits.cell_timeout
+    execute.submission_timeout = job.limits.submission_timeout
+    execute.max_output_bytes = job.limits.output_bytes
+    execute.protected_packages = list(job.protected_packages)
+    execute.preload = list(job.preload)
     execute.report_path = str(report)
-    execute.trusted_setup = trusted_setup(f"sqlite:///{course}/gradebook.db", job["assignment"],
+    execute.trusted_setup = trusted_setup(f"sqlite:///{course}/gradebook.db", job.assignment,
                                           notebook, release_path)
     execute.startup_timeout = 120
     execute.iopub_timeout = 10
@@ -117,16 +167,21 @@ def _config(job, course, notebook, report, release_path):
 def _feedback(job, course, log_path, events):
     config = Config()
     config.CourseDirectory.root = str(course)
-    config.CourseDirectory.assignment_id = job["assignment"]
-    config.CourseDirectory.student_id = job["student"]
+    config.CourseDirectory.assignment_id = job.assignment
+    config.CourseDirectory.student_id = job.student
     config.GenerateFeedback.preprocessors = FEEDBACK_PREPROCESSORS
-    config.HideHiddenTests.hidden_sources = _hidden_sources(course, job["assignment"])
+    config.HideHiddenTests.hidden_sources = _hidden_sources(course, job.assignment)
+    redacted = job.work / "redacted.txt"
+    config.HideHiddenTests.report_path = str(redacted)
     try:
         converter = GenerateFeedback(coursedir=CourseDirectory(config=config), config=config)
         converter.log = _file_logger(log_path)
         converter.start()
     except Exception as error:
-        events.append(["error", f"feedback failed: {error}"[:300]])
+        events.append(["error", f"feedback failed: {_cause(error, log_path)}"[:300]])
+    if redacted.exists():  # not a failure: the status stays, the detail says it
+        cells = _unique(redacted.read_text().splitlines())
+        events.append(["redacted", f"feedback: hidden-test text removed from {', '.join(cells[:8])}"])
 
 
 def _hidden_sources(course, assignment):
@@ -146,6 +201,20 @@ def _file_logger(path):
     return logger
 
 
+def _cause(error, log_path):
+    """One line for the row: the last line of the traceback nbgrader logged, else the exception.
+    The exception's own traceback goes to the log too."""
+    text = Path(log_path).read_text(errors="replace") if Path(log_path).exists() else ""
+    cause = f"{type(error).__name__}: {error}"
+    if "Traceback (most recent call last)" in text:
+        lines = text.rsplit("Traceback (most recent call last)", 1)[1].splitlines()[1:]
+        body = [line for line in lines if line.strip() and not line.startswith((" ", "["))]
+        cause = body[0] if body else cause
+    with open(log_path, "a") as log:
+        log.write(traceback.format_exc())
+    return " ".join(cause.split())
+
+
 def _status(events):
     kinds = {kind for kind, _ in events}
     return next((k for k in STATUS_ORDER if k in kinds), "graded")
@@ -157,59 +226,3 @@ def _unique(items):
         if item not in seen:
             seen.append(item)
     return seen
-
-
-def serve():
-    """Fork server: nbgrader is imported once here, and every job runs in a fresh forked child
-    (its own session, so the parent can kill it and all it started). Protocol on stdin/stdout,
-    one line each: `JOB_PATH` in; `started JOB_PATH PID` and `done JOB_PATH STATUS` out."""
-    import signal
-    running = {}
-
-    def reap(*_):
-        while running:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            print(f"done {running.pop(pid)} {status}", flush=True)
-
-    signal.signal(signal.SIGCHLD, reap)
-    for line in sys.stdin:
-        job_path = line.strip()
-        if not job_path:
-            continue
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
-        pid = os.fork()
-        if pid == 0:
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
-            os.setsid()
-            code = 0
-            try:
-                with open(Path(job_path).parent / "worker.log", "w") as log:
-                    os.dup2(log.fileno(), 1)  # stdout is the protocol: keep it clean
-                    os.dup2(log.fileno(), 2)
-                    grade(json.loads(Path(job_path).read_text()))
-            except BaseException:
-                import traceback
-                traceback.print_exc()
-                code = 1
-            finally:
-                sys.stderr.flush()
-                os._exit(code)
-        running[pid] = job_path
-        print(f"started {job_path} {pid}", flush=True)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
-    while running:  # stdin closed: wait for the last jobs
-        signal.pause() if running else None
-
-
-if __name__ == "__main__":
-    ensure_venv_on_path()
-    if sys.argv[1:] == ["--serve"]:
-        serve()
-    else:
-        grade(json.loads(Path(sys.argv[1]).read_text()))

@@ -1,223 +1,188 @@
-"""Process isolation for a student's kernel.
+"""Process isolation for a student's kernel, made by bubblewrap (`bwrap`, Flatpak's sandbox).
 
-The grader (root) starts every kernel through `python -m autograde.sandbox SPEC -- KERNEL ARGV`.
-That launcher, still root, then:
-- enters a new mount namespace and a new network namespace (only a private loopback: the kernel
-  talks to the grader over unix sockets in its scratch folder, so it needs no network at all);
-- mounts empty read-only tmpfs over every path in `hide` (solutions/, the course's .git, the
-  output folder with the gradebook, the submissions, the grader's work folders);
-- sets resource limits: address space (memory), CPU seconds, file size, processes, no core files;
-- drops to an unprivileged uid/gid with no supplementary groups and no_new_privs set, in a
-  scratch folder that is the kernel's HOME and cwd and the only place it can write besides /tmp;
-- execs the kernel, so the kernel keeps the launcher's pid (interrupts reach it).
-Each parallel slot has its own uid (locked, so two graders on one machine never share one);
-after a submission every process of that uid is killed
-(`kill(-1)` as that uid) and the scratch folder is deleted, so nothing outlives a submission.
+`command(spec, argv)` wraps the kernel's command line in bwrap. The kernel then runs in new pid,
+network (a private loopback only), IPC and UTS namespaces and a new mount namespace whose root
+holds only: the system folders and Python read-only, the folders in `spec.read_only` (the venv,
+the course's code, the model cache) read-only, its scratch folder (HOME and cwd) writable, and a
+private /tmp, /dev/shm, /dev and /proc. Everything else on the machine does not exist inside.
+prlimit (util-linux) sets memory, CPU seconds, file size and process limits inside the sandbox.
+
+The same command runs for every user:
+- not root: bwrap builds the sandbox in an unprivileged user namespace; the kernel runs as you
+  outside, and can reach nothing of yours but what is listed above;
+- root: bwrap builds the same sandbox with root's rights (no user namespace), and setpriv
+  (util-linux) drops the kernel to `spec.uid`, a uid without an account and without capabilities.
+The kernel is bwrap's child in its own pid namespace, and bwrap dies with its parent (the grading
+worker): when either ends, every process of the kernel ends with it.
 """
-import ctypes
-import json
+import fcntl
 import os
-import resource
+import pwd
 import shutil
-import signal
-import sys
-import time
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
-CLONE_NEWNS, CLONE_NEWNET = 0x00020000, 0x40000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 32, 4096, 16384, 1 << 18
-PR_SET_NO_NEW_PRIVS = 38
 UID_BASE = int(os.environ.get("AUTOGRADE_SANDBOX_UID_BASE", "64000"))
+SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"]
+INSTALL_ADVICE = ("install bubblewrap: `sudo apt-get install bubblewrap` (Debian, Ubuntu), "
+                  "`sudo dnf install bubblewrap` (Fedora); `make autograde` as root installs it")
+TRUSTED_ONLY = ("Only for submissions you trust: `AUTOGRADE_SANDBOX=off make autograde ...` "
+                "(student code then runs as you).")
+# (sysctl, value that disables unprivileged user namespaces, what enables them)
+USERNS_SWITCHES = [
+    ("kernel.unprivileged_userns_clone", "0", "sudo sysctl -w kernel.unprivileged_userns_clone=1"),
+    ("user.max_user_namespaces", "0", "sudo sysctl -w user.max_user_namespaces=15000"),
+    ("kernel.apparmor_restrict_unprivileged_userns", "1",
+     "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"),
+]
 
 
 class SandboxError(RuntimeError):
     pass
 
 
-def check_available():
-    """Raise SandboxError with advice unless this process can run sandboxed kernels."""
+@dataclass(frozen=True)
+class KernelLimits:
+    memory_bytes: int
+    cpu_seconds: int
+    file_bytes: int = 256 * 1024 ** 2
+    processes: int = 1024
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    scratch: str                      # the kernel's HOME and cwd; with /tmp the only writable place
+    limits: KernelLimits
+    env: dict = field(default_factory=dict)   # the kernel's whole environment
+    read_only: tuple = ()             # folders the kernel may read (missing ones are skipped)
+    hide: tuple = ()                  # folders inside read_only that the kernel sees empty
+    uid: int | None = None            # as root: the uid the kernel runs as
+
+
+def bwrap():
+    path = shutil.which("bwrap")
+    if path is None:
+        raise SandboxError(f"grading isolation needs bubblewrap (bwrap), which is not installed: "
+                           f"{INSTALL_ADVICE}. {TRUSTED_ONLY}")
+    return path
+
+
+def kernel_uids(count, search=4096):
+    """As root, `count` uids for the parallel slots' kernels: from UID_BASE on, without an
+    account, each held by an exclusive lock until this process exits, so that two graders on
+    one machine never share one (a fork bomb in one kernel cannot use up another's process
+    limit). Not root: the kernels run as you, in their own user namespace."""
     if os.geteuid() != 0:
-        raise SandboxError(
-            "grading isolation needs root (it runs each kernel as an unprivileged user in its own "
-            "namespaces). Run `sudo make autograde SUBMISSIONS=...`, or, only for submissions you "
-            "trust, `AUTOGRADE_SANDBOX=off make autograde ...` (student code then runs as you).")
-    libc = ctypes.CDLL(None, use_errno=True)
-    pid = os.fork()
-    if pid == 0:  # probe the namespaces in a throwaway child
-        os._exit(0 if libc.unshare(CLONE_NEWNS | CLONE_NEWNET) == 0 else 1)
-    _, status = os.waitpid(pid, 0)
-    if status != 0:
-        raise SandboxError("cannot create mount/network namespaces here (a container without "
-                           "CAP_SYS_ADMIN?); run the grader on a machine or VM where root can.")
-
-
-def acquire_uids(count, search=4096):
-    """`count` sandbox uids no other grader on this machine is using: each is held by an
-    exclusive lock (released when this process exits), since cleaning up after a submission
-    kills every process of its uid. Uids that belong to an account are never used."""
-    import fcntl
-    import pwd
+        return [None] * count
     lock_dir = "/run/lock" if os.path.isdir("/run/lock") else "/tmp"
-    held, uid = [], UID_BASE
-    while len(held) < count and uid < UID_BASE + search:
+    held = []
+    for uid in range(UID_BASE, UID_BASE + search):
+        if len(held) == count:
+            return held
         try:
             pwd.getpwuid(uid)
-            uid += 1
             continue
         except KeyError:
             pass
         fd = os.open(f"{lock_dir}/autograde-sandbox-{uid}.lock", os.O_CREAT | os.O_RDWR, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            held.append(uid)
-            _LOCKS.append(fd)
+            held.append(uid)  # the descriptor stays open: the lock lasts as long as we do
         except OSError:
             os.close(fd)
-        uid += 1
     if len(held) < count:
         raise SandboxError(f"no {count} free sandbox uids from {UID_BASE}; set "
                            "AUTOGRADE_SANDBOX_UID_BASE to a free range")
     return held
 
 
-_LOCKS = []
-
-
-def kill_all(uid):
-    """Kill every process owned by `uid` (they can only be kernels and their children)."""
-    for _ in range(50):
-        pid = os.fork()
-        if pid == 0:
-            try:
-                os.setgid(uid)
-                os.setuid(uid)
-                os.kill(-1, signal.SIGKILL)
-            except OSError:
-                pass
-            os._exit(0)
-        os.waitpid(pid, 0)
-        if not _owned_processes(uid):
-            return
-        time.sleep(0.1)
-
-
-def _owned_processes(uid):
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if os.stat(f"/proc/{entry}").st_uid != uid:
-                    continue
-                with open(f"/proc/{entry}/stat") as f:
-                    if f.read().rsplit(")", 1)[1].split()[0] != "Z":  # zombies are already dead
-                        pids.append(int(entry))
-            except OSError:
-                pass
-    return pids
-
-
-def make_scratch(root, slot, uid):
-    """A fresh folder owned by `uid`, mode 700: the kernel's HOME and cwd."""
-    path = Path(root) / f"kernel{slot}"
-    if path.exists():
-        shutil.rmtree(path)
-    (path / "tmp").mkdir(parents=True)
-    for p in (path, path / "tmp"):
-        os.chown(p, uid, uid)
-        p.chmod(0o700)
-    return path
-
-
-def _mount(libc, source, target, fstype, flags, data=None):
-    enc = lambda v: v.encode() if isinstance(v, str) else v
-    if libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"mount {source} on {target}: {os.strerror(err)}")
-
-
-def _loopback_up():
-    import fcntl
-    import socket
-    import struct
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        flags = struct.unpack("16sH", fcntl.ioctl(s, 0x8913, struct.pack("16sH", b"lo", 0)))[1]
-        fcntl.ioctl(s, 0x8914, struct.pack("16sH", b"lo", flags | 1))
-
-
-SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"]
-
-
-def _bind(libc, newroot, path, writable=False):
-    target = newroot + path
-    if os.path.isdir(path):
-        os.makedirs(target, exist_ok=True)
-    else:
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        open(target, "a").close()
-    _mount(libc, path, target, None, MS_BIND | MS_REC)
-    if not writable:
-        _mount(libc, None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
-
-
-def build_root(libc, spec):
-    """A new root: system dirs, Python and the course code read-only, the scratch home writable,
-    private /tmp and /dev/shm. Everything else on the machine does not exist inside."""
-    newroot = spec["newroot"]
-    os.makedirs(newroot, exist_ok=True)
-    _mount(libc, "tmpfs", newroot, "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=755")
-    os.makedirs(newroot + "/tmp")
-    _mount(libc, "tmpfs", newroot + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=512m,mode=1777")
+def command(spec, argv):
+    """bwrap's command line that runs `argv` (the kernel) isolated as `spec` says."""
+    args = [bwrap(), "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+            "--unshare-cgroup-try", "--die-with-parent"]
     for path in SYSTEM_DIRS:
         if os.path.islink(path):
-            os.symlink(os.readlink(path), newroot + path)
+            args += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
-            _bind(libc, newroot, path)
-    for path in spec["read_only"]:
+            args += ["--ro-bind", path, path]
+    args += ["--proc", "/proc", "--dev", "/dev",
+             "--perms", "1777", "--size", str(512 * 1024 ** 2), "--tmpfs", "/tmp",
+             "--perms", "1777", "--size", str(512 * 1024 ** 2), "--tmpfs", "/dev/shm"]
+    for path in spec.read_only:  # after /tmp: the grader's folders may be in it
         if os.path.exists(path):
-            _bind(libc, newroot, path)
-    _bind(libc, newroot, spec["scratch"], writable=True)
-    for path in spec["hide"]:  # secrets that sit inside an exposed folder (e.g. OUT in autograde/)
-        if os.path.isdir(newroot + path):
-            _mount(libc, "tmpfs", newroot + path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV,
-                   "size=4k,mode=000")
-    os.makedirs(newroot + "/dev", exist_ok=True)
-    _mount(libc, "/dev", newroot + "/dev", None, MS_BIND | MS_REC)
-    _mount(libc, "tmpfs", newroot + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=512m,mode=1777")
-    os.makedirs(newroot + "/proc", exist_ok=True)
-    _mount(libc, "/proc", newroot + "/proc", None, MS_BIND | MS_REC)
-    os.makedirs(newroot + "/sys", exist_ok=True)
-    _mount(libc, "/sys", newroot + "/sys", None, MS_BIND | MS_REC)
-    _mount(libc, None, newroot, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "size=16m,mode=755")
-    os.chroot(newroot)
+            for parent in reversed(Path(path).parents[:-1]):  # traversable by the kernel's uid
+                args += ["--perms", "0755", "--dir", str(parent)]
+            args += ["--ro-bind", path, path]
+    for path in spec.hide:  # secrets inside an exposed folder (e.g. OUT inside autograde/)
+        if os.path.isdir(path) and any(_inside(path, exposed) for exposed in spec.read_only):
+            args += ["--size", "4096", "--tmpfs", path, "--remount-ro", path]
+    for parent in reversed(Path(spec.scratch).parents[:-1]):
+        args += ["--perms", "0755", "--dir", str(parent)]
+    args += ["--bind", spec.scratch, spec.scratch, "--chdir", spec.scratch, "--clearenv"]
+    for name, value in _kernel_env(spec).items():
+        args += ["--setenv", name, value]
+    args.append("--")
+    if os.geteuid() == 0:
+        args += ["setpriv", f"--reuid={spec.uid}", f"--regid={spec.uid}", "--clear-groups",
+                 "--inh-caps=-all", "--bounding-set=-all", "--"]
+    limits = spec.limits
+    args += ["prlimit", f"--as={limits.memory_bytes}",
+             f"--cpu={limits.cpu_seconds}:{limits.cpu_seconds + 5}",
+             f"--fsize={limits.file_bytes}", f"--nproc={limits.processes}", "--core=0", "--"]
+    return args + list(argv)
 
 
-def launch(spec, argv):
-    """Runs as root in the launcher process; ends by exec'ing the kernel as spec['uid']."""
-    uid, scratch = spec["uid"], spec["scratch"]
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.unshare(CLONE_NEWNS | CLONE_NEWNET) != 0:
-        raise OSError(ctypes.get_errno(), "unshare")
-    _mount(libc, None, "/", None, MS_REC | MS_PRIVATE)
-    _loopback_up()
-    build_root(libc, spec)
-    limits = spec["limits"]
-    resource.setrlimit(resource.RLIMIT_AS, (limits["memory_bytes"],) * 2)
-    resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu_seconds"], limits["cpu_seconds"] + 5))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_bytes"],) * 2)
-    resource.setrlimit(resource.RLIMIT_NPROC, (limits["processes"],) * 2)
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    os.chdir(scratch)
-    os.setgroups([])
-    os.setgid(uid)
-    os.setuid(uid)
-    libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-    env = dict(spec["env"])
-    env.update(HOME=scratch, TMPDIR="/tmp", USER="student", LOGNAME="student",
-               MPLCONFIGDIR="/tmp/matplotlib", IPYTHONDIR=f"{scratch}/.ipython",
+def _kernel_env(spec):
+    env = dict(spec.env)
+    env.update(HOME=spec.scratch, TMPDIR="/tmp", USER="student", LOGNAME="student",
+               MPLCONFIGDIR="/tmp/matplotlib", IPYTHONDIR=f"{spec.scratch}/.ipython",
                JUPYTER_RUNTIME_DIR="/tmp/jupyter", PYTHONNOUSERSITE="1")
-    os.execve(argv[0], argv, env)
+    return env
 
 
-if __name__ == "__main__":
-    split = sys.argv.index("--")
-    launch(json.loads(sys.argv[1]), sys.argv[split + 1:])
+def _inside(path, folder):
+    return Path(path) == Path(folder) or Path(folder) in Path(path).parents
+
+
+def give_to_kernel(spec, *paths):
+    """As root, the kernel's uid must own its scratch folder and connection file."""
+    if os.geteuid() == 0:
+        for path in paths:
+            os.chown(path, spec.uid, spec.uid)
+
+
+def check_available():
+    """Raise SandboxError, naming what is missing and how to get it, unless kernels can run
+    isolated here: try a sandboxed `true`."""
+    with tempfile.TemporaryDirectory(prefix="autograde-probe-") as scratch:
+        spec = SandboxSpec(scratch=scratch, uid=kernel_uids(1)[0],
+                           limits=KernelLimits(memory_bytes=2 * 1024 ** 3, cpu_seconds=10))
+        give_to_kernel(spec, scratch)
+        probe = subprocess.run(command(spec, ["true"]), capture_output=True, text=True)
+    if probe.returncode == 0:
+        return
+    said = probe.stderr.strip()[-300:]
+    if os.geteuid() == 0:
+        raise SandboxError(f"bubblewrap cannot create namespaces even as root here (a container "
+                           f"without CAP_SYS_ADMIN?); grade on a machine or VM where it can. "
+                           f"{TRUSTED_ONLY} bwrap said: {said}")
+    raise SandboxError(f"grading isolation needs unprivileged user namespaces, and this machine "
+                       f"does not allow them: {_userns_advice()}. Or grade as root (sudo make "
+                       f"autograde ...). {TRUSTED_ONLY} bwrap said: {said}")
+
+
+def _userns_advice():
+    found = []
+    for name, disabled, fix in USERNS_SWITCHES:
+        path = Path("/proc/sys") / name.replace(".", "/")
+        try:
+            if path.read_text().strip() == disabled:
+                found.append(f"{name} is {disabled}; enable them with `{fix}`")
+        except OSError:
+            pass
+    if found:
+        return "; ".join(found)
+    return ("enable them with one of: " + ", ".join(f"`{fix}`" for _, _, fix in USERNS_SWITCHES)
+            + " (whichever your kernel has), or allow them in your container runtime")

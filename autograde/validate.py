@@ -1,8 +1,11 @@
 """Check a submitted file before grading: is it a notebook, and what did the student change in
 the structure the course gave them (cells deleted, duplicated, moved, retyped, tests edited)?
 
-nbgrader itself then repairs what it can (OverwriteCells puts back locked and test cells and
-re-adds deleted ones); these checks only name what happened, for the status column.
+`restore_structure` then puts the course's cells back the way the release has them, so that a
+changed structure never changes the grade: deleted cells come back from the release, cells with
+a grade_id return to the release's order (a student's own cells travel with the course cell they
+followed). nbgrader's OverwriteCells then puts back the instructor's source of locked and test
+cells. (nbgrader's own re-adding of deleted cells fails when a read-only cell precedes the test.)
 """
 import json
 
@@ -38,9 +41,12 @@ def read_submission(path):
     return json.loads(nbformat.writes(nb)), None
 
 
+def _grade_id(cell):
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+
+
 def _ids(nb):
-    return [(c["metadata"].get("nbgrader", {}).get("grade_id"), c) for c in nb["cells"]
-            if c.get("metadata", {}).get("nbgrader", {}).get("grade_id")]
+    return [(_grade_id(c), c) for c in nb["cells"] if _grade_id(c)]
 
 
 def check_structure(nb, release_path, notebook):
@@ -73,3 +79,20 @@ def check_structure(nb, release_path, notebook):
 def _source(cell):
     source = cell["source"]
     return "".join(source) if isinstance(source, list) else source
+
+
+def restore_structure(nb, release_path):
+    """`nb` (a dict) with the release's cells present once each and in the release's order."""
+    release = json.loads(nbformat.writes(nbformat.read(release_path, as_version=4)))
+    release_cells = dict(_ids(release))
+    followers, anchor = {None: []}, None
+    for cell in nb["cells"]:
+        grade_id = _grade_id(cell)
+        if grade_id in release_cells and grade_id not in followers:
+            anchor = grade_id
+            followers[anchor] = []
+        followers[anchor].append(cell)  # a duplicate stays as a follower: nbgrader de-duplicates
+    cells = followers[None]
+    for grade_id, cell in release_cells.items():
+        cells.extend(followers.get(grade_id, [cell]))
+    return dict(nb, cells=cells)

@@ -21,9 +21,17 @@ def perfect_with(**changes):
 
 
 def move(release, grade_id, before):
+    """A perfect answer with the cell `grade_id` moved before `before` (None: to the end)."""
     nb = answer(release, PERFECT)
     cell = nb.cells.pop(cell_index(nb, grade_id))
-    nb.cells.insert(cell_index(nb, before), cell)
+    nb.cells.insert(len(nb.cells) if before is None else cell_index(nb, before), cell)
+    return nb
+
+
+def corrupt_metadata(release):
+    """A perfect answer whose solution cell claims a newer nbgrader schema (edited by hand)."""
+    nb = answer(release, PERFECT)
+    nb.cells[cell_index(nb, "square")].metadata["nbgrader"]["schema_version"] = 99
     return nb
 
 
@@ -78,7 +86,17 @@ attempt("write_other_submission", lambda: open({other!r}, "w").write("{{}}"))
 attempt("write_other_copy", lambda: open({other_copy!r}, "w").write("{{}}"))
 attempt("write_course_code", lambda: open({probe!r}, "x").write("# pwned"))
 attempt("network", lambda: socket.create_connection(("1.1.1.1", 80), timeout=1))
-attempt("signal_grader", lambda: os.kill(os.getppid(), 9))
+attempt("signal_grader", lambda: os.kill({grader_pid}, 0))  # 0: only asks whether it could
+attempt("see_grader_in_proc", lambda: os.stat("/proc/{grader_pid}"))
+def list_home():
+    if sorted(os.listdir({home!r})) != {home_listing!r}:
+        raise PermissionError("not the grader's home")
+attempt("list_home", list_home)
+def root():
+    if os.geteuid() == 0 or os.getuid() == 0:
+        return
+    raise PermissionError("not root")
+attempt("run_as_root", root)
 print("REACH", sorted(results.items()))
 '''
 
@@ -100,7 +118,9 @@ CASES = [
     ("deleted_test", lambda r, c: delete(r, "test_mean"), 6, "modified"),
     ("deleted_solution", lambda r, c: delete(r, "square"), 5, "modified"),
     ("duplicated_test", lambda r, c: duplicate(r, "test_add"), 6, "modified"),
-    ("moved_test", lambda r, c: move(r, "test_square", before="square"), 5, "modified"),
+    ("moved_test", lambda r, c: move(r, "test_square", before="square"), 6, "modified"),
+    ("tests_at_the_end", lambda r, c: move(move(r, "test_add", before=None), "test_mean", before=None),
+     6, "modified"),
     ("retyped_test", lambda r, c: retype(r, "test_add"), 6, "modified"),
     ("edited_test", lambda r, c: edit_test(r), 4, "modified"),
     ("infinite_loop", perfect_with(mean="def mean(xs):\n    while True:\n        pass"), 3, "timeout"),
@@ -142,6 +162,12 @@ CASES = [
     ("prints_passed", lambda r, c: extra_cell(answer(r, {}), "print('All tests passed!')\n"
                                               "print('test_add PASS')", after="add"), 0, "graded"),
     ("reach_outside", lambda r, c: extra_cell(answer(r, PERFECT), REACH_OUTSIDE.format(**c)), 6, "graded"),
+    # hidden-test markers in a student's output or code: feedback is written without them
+    ("prints_markers", lambda r, c: extra_cell(answer(r, PERFECT), "print('### BEGIN ' + 'HIDDEN TESTS')\n"
+                                               "print('### END ' + 'HIDDEN TESTS')"), 6, "graded"),
+    ("markers_in_code", lambda r, c: extra_cell(answer(r, PERFECT), "note = '### BEGIN HIDDEN TESTS'"),
+     6, "graded"),
+    ("corrupt_metadata", lambda r, c: corrupt_metadata(r), 0, "error"),
     ("exfiltrates_tests", lambda r, c: extra_cell(extra_cell(
         answer(r, PERFECT), "print('IN', In)", after=None), EXFILTRATE, after="add"), 6, "tampered"),
 ]

@@ -1,7 +1,8 @@
 """End to end: `python -m autograde` on the toy assignment's hostile corpus, graded in parallel.
 
 One batch grades the whole corpus (module fixture); the tests then read its table, feedback,
-gradebook and the untouched submissions. Needs root (the sandbox), as CI has.
+gradebook and the untouched submissions. Runs as root and as any user (bubblewrap isolates the
+kernels); skips, saying why, only where the machine cannot isolate.
 """
 import csv
 import hashlib
@@ -21,7 +22,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from autograde_corpus import CASES  # noqa: E402
-from autograde_toy import HIDDEN_MARKERS, PERFECT, answer, write_source  # noqa: E402
+from autograde_toy import (HIDDEN_MARKERS, PERFECT, answer, require_sandbox,  # noqa: E402
+                           write_source)
 
 REPO = Path(__file__).resolve().parent.parent
 TOY_OPTIONS = ["--cell-timeout", "4", "--timeout", "12", "--memory-mb", "2048",
@@ -48,6 +50,7 @@ def digest(root):
 
 @pytest.fixture(scope="module")
 def toy():
+    require_sandbox()
     # Our own folder: pytest's shared /tmp/pytest-of-<user> is pruned by concurrent runs.
     root = Path(tempfile.mkdtemp(prefix="autograde-test-"))
     source = write_source(root / "source")
@@ -69,7 +72,9 @@ def graded(toy):
                "other_copy": str(out / "submitted" / "perfect" / "toy" / "toy.ipynb"),
                # a new file in the course's code, never an existing one: if the sandbox broke,
                # the test fails without damaging the tree
-               "probe": str(REPO / "helpers" / f"_sandbox_probe_{os.getpid()}.py")}
+               "probe": str(REPO / "helpers" / f"_sandbox_probe_{os.getpid()}.py"),
+               "grader_pid": os.getpid(), "home": str(Path.home()),
+               "home_listing": sorted(os.listdir(Path.home()))}
     for student, build, _, _ in CASES:
         folder = submissions / student / "toy"
         folder.mkdir(parents=True)
@@ -117,13 +122,13 @@ def test_student_code_cannot_reach_outside_its_sandbox(graded):
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert "REACH" in text
     attempts = dict(eval(text.split("REACH", 1)[1].strip().splitlines()[0]))
-    assert len(attempts) == 8 and set(attempts.values()) == {"DENIED"}, attempts
+    assert len(attempts) == 11 and set(attempts.values()) == {"DENIED"}, attempts
 
 
 def test_feedback_never_shows_hidden_tests(graded):
     feedback = list((graded["out"] / "feedback").rglob("*.html"))
     graded_rows = [r for r in table(graded["out"]).values() if r["status"] not in
-                   ("invalid_notebook", "missing")]
+                   ("invalid_notebook", "missing", "error")]  # these never ran
     assert len(feedback) == len(graded_rows)
     for page in feedback:
         html = page.read_text()
@@ -133,6 +138,24 @@ def test_feedback_never_shows_hidden_tests(graded):
     # the autograded copy for the instructor keeps them: the scrubbing is what protects them
     autograded = graded["out"] / "autograded" / "blank" / "toy" / "toy.ipynb"
     assert HIDDEN_MARKERS[0] in autograded.read_text()
+
+
+def test_hidden_test_markers_in_a_students_output_are_redacted_not_withheld(graded):
+    rows = table(graded["out"])
+    for student in ("prints_markers", "markers_in_code"):
+        assert "hidden-test text removed from cell" in rows[(student, "toy")]["detail"], student
+        page = graded["out"] / "feedback" / student / "toy" / "toy.html"
+        text = unescape(re.sub(r"<[^>]+>", "", page.read_text()))
+        assert "BEGIN HIDDEN TESTS" not in text and "END HIDDEN TESTS" not in text, student
+
+
+def test_error_rows_name_the_cause_and_keep_the_traceback(graded):
+    errors = [r for r in table(graded["out"]).values() if r["status"] == "error"]
+    assert errors
+    for row in errors:
+        assert "NbGraderException: One or more notebooks" in row["detail"], row  # the cause
+        log = re.search(r"traceback: (\S+\.log)", row["detail"]).group(1)
+        assert "Traceback (most recent call last)" in (graded["out"] / log).read_text()
 
 
 def test_gradebook_holds_every_row_for_formgrader(graded):
@@ -202,22 +225,30 @@ def test_batch_level_failures_exit_non_zero(toy, tmp_path):
     assert bad_course.returncode == 2 and "generate_assignment" in bad_course.stderr
 
 
-def test_without_root_the_grader_refuses_clearly(monkeypatch):
-    from autograde import sandbox
-    monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    with pytest.raises(sandbox.SandboxError, match="needs root.*AUTOGRADE_SANDBOX=off"):
-        sandbox.check_available()
+def test_without_bubblewrap_the_grader_says_how_to_install_it(toy, tmp_path):
+    _, source, _ = toy
+    (tmp_path / "subs").mkdir()
+    run = subprocess.run([sys.executable, "-m", "autograde", "--submissions", str(tmp_path / "subs"),
+                          "--out", str(tmp_path / "out"), "--source", str(source)], cwd=REPO,
+                         env={**os.environ, "PATH": "/nowhere"}, capture_output=True, text=True)
+    assert run.returncode == 2, run.stderr
+    assert "apt-get install bubblewrap" in run.stderr and "AUTOGRADE_SANDBOX=off" in run.stderr
+    assert not (tmp_path / "out").exists()
 
 
-def test_two_graders_on_one_machine_never_share_a_sandbox_uid():
-    """Cleaning up after a submission kills every process of its uid: a second batch running
-    at the same time (another instructor, another test run) must get other uids."""
-    from autograde import sandbox
-    mine = sandbox.acquire_uids(2)
-    other = subprocess.run([sys.executable, "-c", "from autograde import sandbox; "
-                            "print(*sandbox.acquire_uids(2))"], capture_output=True, text=True,
-                           cwd=REPO, check=True)
-    assert not set(mine) & {int(u) for u in other.stdout.split()}
+def test_without_user_namespaces_the_grader_names_the_missing_feature(toy, tmp_path):
+    """Run the grader in a bubblewrap sandbox that forbids new user namespaces, as a user
+    without root: it must stop with exit 2, name the feature and how to enable it."""
+    _, source, _ = toy
+    (tmp_path / "subs").mkdir()
+    grader = [sys.executable, "-m", "autograde", "--submissions", str(tmp_path / "subs"),
+              "--out", str(tmp_path / "out"), "--source", str(source)]
+    run = subprocess.run(["bwrap", "--unshare-user", "--uid", "1000", "--disable-userns",
+                          "--ro-bind", "/", "/", "--bind", "/tmp", "/tmp", "--proc", "/proc",
+                          "--dev", "/dev", "--chdir", str(REPO), "--", *grader], capture_output=True, text=True)
+    assert run.returncode == 2, run.stderr
+    assert "user namespaces" in run.stderr and "sysctl -w" in run.stderr, run.stderr
+    assert "AUTOGRADE_SANDBOX=off" in run.stderr
 
 
 def test_feedback_regenerated_by_the_instructor_also_hides_hidden_tests(graded):

@@ -14,6 +14,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
+sys.path.insert(0, str(Path(__file__).parent))
+from autograde_toy import require_sandbox  # noqa: E402
+
 REPO = Path(__file__).resolve().parent.parent
 LESSONS = sorted(p.name for p in (REPO / "solutions").iterdir()
                  if (p / f"{p.name}.ipynb").exists() and
@@ -53,6 +56,7 @@ def release_with(lesson, answers):
 
 @pytest.fixture(scope="module")
 def lessons_graded():
+    require_sandbox()
     if not LESSONS:
         pytest.skip("no lessons in solutions/ with a release in notebooks/ yet")
     root = Path(tempfile.mkdtemp(prefix="autograde-lessons-"))

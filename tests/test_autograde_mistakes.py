@@ -1,0 +1,303 @@
+"""Typical wrong answers and changed structure, graded by `python -m autograde` in one batch:
+every mistake in MISTAKES makes its exercise's test cell score 0, while the perfect answers keep
+full marks, also with their test cells deleted, duplicated or moved to the end (status modified).
+
+MISTAKES holds, per exercise, mistakes students really make (off-by-one steps, a schedule sized
+in batches, a missing zero_grad, loss.backward() instead of accelerator.backward(loss), macro
+F1, ...). To grade fewer notebooks, one submission carries one mistake of each exercise of a
+GROUP; exercises whose test calls another exercise's function are in different groups, so one
+mistake cannot hide another. Submissions run the lessons with small parameters (the editable
+parameters cell), as a student may; slow: about 25 lesson runs.
+"""
+import copy
+import csv
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from autograde_toy import require_sandbox  # noqa: E402
+from test_autograde_lessons import REPO, points, release_with, solutions  # noqa: E402
+
+SMALL = {"sizes": '{"train": 48, "validation": 16, "test": 8}', "batch_size": "4",
+         "epochs": "1", "memory_batch": "8"}
+
+SCHEDULER = ("def make_lr_scheduler(optimizer, num_batches, epochs):\n"
+             "    num_training_steps = {steps}\n"
+             "    return get_linear_schedule_with_warmup(optimizer=optimizer, "
+             "num_warmup_steps={warmup}, num_training_steps=num_training_steps)\n")
+TRAIN_1 = ("def train_one_epoch(model, dataloader, optimizer, lr_scheduler, device):\n"
+           "    model.train()\n    losses = []\n    for batch in dataloader:\n{body}"
+           "        losses.append(loss.item())\n    return losses\n")
+PREPARE = ("def prepare_for_training(model, optimizer, dataloader, lr_scheduler, cpu=False):\n"
+           "{body}    return accelerator, model, optimizer, dataloader, lr_scheduler\n")
+TRAIN_2 = ("def train_one_epoch_accelerated(accelerator, model, optimizer, dataloader, lr_scheduler):\n"
+           "    model.train()\n    losses = []\n    for batch in dataloader:\n{body}"
+           "        losses.append(loss.item())\n    return losses\n")
+STEP_DUE = ("def accumulation_step_due(index, num_batches, gradient_accumulation_steps):\n"
+            "    return {expression}\n")
+NUM_STEPS = ("import math\n\ndef num_training_steps(num_batches, epochs, gradient_accumulation_steps):\n"
+             "    return {expression}\n")
+TRAIN_3 = ("def train_one_epoch_accumulating(model, dataloader, optimizer, lr_scheduler, device,\n"
+           "                                 gradient_accumulation_steps):\n"
+           "    model.train()\n    num_batches = len(dataloader)\n"
+           "    examples_in_group = helpers.examples_per_window(\n"
+           "        len(dataloader.dataset), dataloader.batch_size, gradient_accumulation_steps)\n"
+           "    losses = []\n    for index, batch in enumerate(dataloader):\n"
+           "        batch = {{key: value.to(device) for key, value in batch.items()}}\n"
+           "        loss = model(**batch).loss\n        losses.append(loss.item())\n{body}"
+           "    return losses\n")
+ACCELERATE_3 = ("def train_with_accelerator_accumulating(model, optimizer, dataloader, lr_scheduler,\n"
+                "                                        gradient_accumulation_steps=2, cpu=False):\n"
+                "    accelerator = Accelerator({arguments}, cpu=cpu)\n"
+                "    model, optimizer, dataloader, lr_scheduler = accelerator.prepare(\n"
+                "        model, optimizer, dataloader, lr_scheduler)\n"
+                "    model.train()\n    losses = []\n    for batch in dataloader:\n{body}"
+                "        losses.append(loss.item())\n    return losses\n")
+METRICS = ("def compute_metrics(eval_pred):\n    logits, labels = eval_pred\n"
+           "    predictions = {predictions}\n"
+           "    return {{\"accuracy\": {accuracy}, \"f1\": {f1}}}\n")
+ARGS = ("def make_training_args(output_dir, epochs, batch_size, learning_rate):\n"
+        "    return TrainingArguments(output_dir=output_dir, {arguments}, report_to=\"none\")\n")
+GOOD_ARGS = ("num_train_epochs=epochs, per_device_train_batch_size=batch_size, "
+             "learning_rate=learning_rate")
+GOOD_STEP = "        loss.backward()\n"
+
+
+def step_body(zero="optimizer.zero_grad()", forward="model(**batch)", backward="loss.backward()",
+              scheduler="lr_scheduler.step()", order=("zero", "forward", "backward", "step")):
+    lines = {"zero": zero, "forward": f"loss = {forward}.loss", "backward": backward,
+             "step": f"optimizer.step()\n        {scheduler}"}
+    return "".join(f"        {lines[part]}\n" for part in order if lines[part])
+
+
+MOVE = "        batch = {key: value.to(device) for key, value in batch.items()}\n"
+ACCUMULATE = ("        with accelerator.accumulate(model):\n            loss = model(**batch).loss\n"
+              "            accelerator.backward({loss})\n            optimizer.step()\n"
+              "            lr_scheduler.step()\n            optimizer.zero_grad()\n")
+GOOD_DUE = "(index + 1) % gradient_accumulation_steps == 0 or index + 1 == num_batches"
+
+# exercise grade_id -> [(what the student did wrong, their cell)]
+MISTAKES = {
+    "l1-make-lr-scheduler": [
+        ("schedule sized for one epoch", SCHEDULER.format(steps="num_batches", warmup="int(num_training_steps * 0.1)")),
+        ("no warm-up", SCHEDULER.format(steps="num_batches * epochs", warmup="0")),
+        ("warm-up of 10 % of one epoch", SCHEDULER.format(steps="num_batches * epochs", warmup="int(num_batches * 0.1)")),
+        ("a constant learning rate", "def make_lr_scheduler(optimizer, num_batches, epochs):\n"
+         "    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)\n"),
+    ],
+    "l1-train-one-epoch": [
+        ("no zero_grad", TRAIN_1.format(body=MOVE + step_body(zero=""))),
+        ("scheduler never steps", TRAIN_1.format(body=MOVE + step_body(scheduler=""))),
+        ("no attention mask", TRAIN_1.format(body=MOVE + step_body(
+            forward="model(input_ids=batch['input_ids'], labels=batch['labels'])"))),
+        ("step before backward", TRAIN_1.format(body=MOVE + step_body(
+            order=("zero", "forward", "step", "backward")))),
+    ],
+    "l2-prepare-for-training": [
+        ("returns the unprepared objects", PREPARE.format(
+            body="    accelerator = Accelerator(device_placement=True, cpu=cpu)\n"
+                 "    accelerator.prepare(model, optimizer, dataloader, lr_scheduler)\n")),
+        ("scheduler not prepared", PREPARE.format(
+            body="    accelerator = Accelerator(device_placement=True, cpu=cpu)\n"
+                 "    model, optimizer, dataloader = accelerator.prepare(model, optimizer, dataloader)\n")),
+        ("cpu not passed", PREPARE.format(
+            body="    accelerator = Accelerator(device_placement=True)\n"
+                 "    model, optimizer, dataloader, lr_scheduler = accelerator.prepare(\n"
+                 "        model, optimizer, dataloader, lr_scheduler)\n")),
+    ],
+    "l2-train-one-epoch-accelerated": [
+        ("loss.backward() instead of accelerator.backward(loss)", TRAIN_2.format(body=step_body())),
+        ("no zero_grad", TRAIN_2.format(body=step_body(zero="", backward="accelerator.backward(loss)"))),
+        ("scheduler never steps", TRAIN_2.format(body=step_body(
+            scheduler="", backward="accelerator.backward(loss)"))),
+    ],
+    "l3-accumulation-step-due": [
+        ("off by one: index % N == 0", STEP_DUE.format(expression="index % gradient_accumulation_steps == 0")),
+        ("no step after a shorter last group", STEP_DUE.format(
+            expression="(index + 1) % gradient_accumulation_steps == 0")),
+        ("last group compared with num_batches", STEP_DUE.format(
+            expression="(index + 1) % gradient_accumulation_steps == 0 or index == num_batches")),
+    ],
+    "l3-num-training-steps": [
+        ("schedule sized in batches", NUM_STEPS.format(expression="num_batches * epochs")),
+        ("floor division drops the last group", NUM_STEPS.format(
+            expression="num_batches // gradient_accumulation_steps * epochs")),
+        ("one epoch only", NUM_STEPS.format(expression="math.ceil(num_batches / gradient_accumulation_steps)")),
+    ],
+    "l3-train-one-epoch-accumulating": [
+        ("loss not divided", TRAIN_3.format(body=GOOD_STEP + "        if accumulation_step_due(index, num_batches, "
+                                            "gradient_accumulation_steps):\n            optimizer.step()\n"
+                                            "            lr_scheduler.step()\n            optimizer.zero_grad()\n")),
+        ("zero_grad every batch", TRAIN_3.format(
+            body="        optimizer.zero_grad()\n        loss = loss * len(batch['labels']) / "
+                 "examples_in_group[index // gradient_accumulation_steps]\n" + GOOD_STEP +
+                 "        if accumulation_step_due(index, num_batches, gradient_accumulation_steps):\n"
+                 "            optimizer.step()\n            lr_scheduler.step()\n")),
+        ("off by one: step on index % N == 0", TRAIN_3.format(
+            body="        loss = loss * len(batch['labels']) / examples_in_group[index // gradient_accumulation_steps]\n"
+                 + GOOD_STEP + "        if index % gradient_accumulation_steps == 0:\n"
+                 "            optimizer.step()\n            lr_scheduler.step()\n            optimizer.zero_grad()\n")),
+        ("divided by N, wrong for a shorter last group", TRAIN_3.format(
+            body="        loss = loss / gradient_accumulation_steps\n" + GOOD_STEP +
+                 "        if accumulation_step_due(index, num_batches, gradient_accumulation_steps):\n"
+                 "            optimizer.step()\n            lr_scheduler.step()\n            optimizer.zero_grad()\n")),
+    ],
+    "l3-train-with-accelerator-accumulating": [
+        ("no accelerator.accumulate", ACCELERATE_3.format(
+            arguments="gradient_accumulation_steps=gradient_accumulation_steps",
+            body="        loss = model(**batch).loss\n        accelerator.backward(loss)\n"
+                 "        optimizer.step()\n        lr_scheduler.step()\n        optimizer.zero_grad()\n")),
+        ("loss divided by N again", ACCELERATE_3.format(
+            arguments="gradient_accumulation_steps=gradient_accumulation_steps",
+            body=ACCUMULATE.format(loss="loss / gradient_accumulation_steps"))),
+        ("Accelerator without gradient_accumulation_steps", ACCELERATE_3.format(
+            arguments="device_placement=True", body=ACCUMULATE.format(loss="loss"))),
+    ],
+    "l4-compute-metrics": [
+        ("macro F1", METRICS.format(predictions="np.argmax(logits, axis=-1)",
+                                    accuracy="float(accuracy_score(labels, predictions))",
+                                    f1="float(f1_score(labels, predictions, average='macro'))")),
+        ("argmax over the examples", METRICS.format(predictions="np.argmax(logits, axis=0)",
+                                                    accuracy="float(accuracy_score(labels, predictions))",
+                                                    f1="float(f1_score(labels, predictions))")),
+        ("correct predictions counted, not a fraction", METRICS.format(
+            predictions="np.argmax(logits, axis=-1)", accuracy="int((predictions == labels).sum())",
+            f1="float(f1_score(labels, predictions))")),
+    ],
+    "l4-make-training-args": [
+        ("evaluation_strategy (gone in transformers 5)", ARGS.format(
+            arguments=f"evaluation_strategy='epoch', gradient_accumulation_steps=2, {GOOD_ARGS}")),
+        ("no gradient accumulation", ARGS.format(arguments=f"eval_strategy='epoch', {GOOD_ARGS}")),
+        ("fixed numbers instead of the arguments", ARGS.format(
+            arguments="eval_strategy='epoch', gradient_accumulation_steps=2, num_train_epochs=2, "
+                      "per_device_train_batch_size=8, learning_rate=5e-4")),
+    ],
+}
+# One submission holds one mistake of each exercise in a group (round k: the k-th of each).
+GROUPS = {
+    "01_basic_loop": [["l1-make-lr-scheduler", "l1-train-one-epoch"]],
+    "02_accelerator": [["l2-prepare-for-training"], ["l2-train-one-epoch-accelerated"]],
+    "03_gradient_accumulation": [["l3-accumulation-step-due", "l3-num-training-steps",
+                                  "l3-train-with-accelerator-accumulating"],
+                                 ["l3-train-one-epoch-accumulating"]],
+    "04_trainer": [["l4-compute-metrics", "l4-make-training-args"]],
+}
+
+
+def test_id(exercise):
+    return re.sub(r"^(l\d+)-", r"\1-test-", exercise)
+
+
+def small(nb):
+    """The lesson with small parameters, edited in its parameters cell as a student could."""
+    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    for name, value in SMALL.items():
+        cell.source = re.sub(rf"^{name} = .*$", f"{name} = {value}", cell.source, flags=re.M)
+    return nb
+
+
+def restructured(nb, how):
+    """The test cells deleted, duplicated, or moved to the end."""
+    tests = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")
+             and not c.metadata["nbgrader"].get("solution")]
+    others = [c for c in nb.cells if c not in tests]
+    if how == "deleted-tests":
+        nb.cells = others
+    elif how == "duplicated-tests":
+        nb.cells = [twin for c in nb.cells for twin in ([c, copy.deepcopy(c)] if c in tests else [c])]
+    else:
+        nb.cells = others + tests
+    return nb
+
+
+STRUCTURES = ["deleted-tests", "duplicated-tests", "moved-tests"]
+
+
+def submissions():
+    """{(student, lesson): (notebook, {exercise: mistake})}."""
+    cases = {}
+    for lesson, groups in GROUPS.items():
+        answers = solutions(lesson)
+        cases[("perfect-small", lesson)] = (small(release_with(lesson, answers)), {})
+        for how in STRUCTURES:
+            cases[(how, lesson)] = (restructured(small(release_with(lesson, answers)), how), {})
+        for number, group in enumerate(groups):
+            for round_ in range(max(len(MISTAKES[e]) for e in group)):
+                chosen = {e: MISTAKES[e][round_] for e in group if round_ < len(MISTAKES[e])}
+                nb = small(release_with(lesson, dict(answers, **{e: m[1] for e, m in chosen.items()})))
+                cases[(f"mistakes-{number}-{round_}", lesson)] = (nb, {e: m[0] for e, m in chosen.items()})
+    return cases
+
+
+def test_every_exercise_has_three_mistakes():
+    lessons = {e.split("-")[0] for e in MISTAKES}
+    for lesson in GROUPS:
+        exercises = [g for g in solutions(lesson) if g]
+        assert set(exercises) == {e for g in GROUPS[lesson] for e in g}, lesson
+        for exercise in exercises:
+            assert len(MISTAKES[exercise]) >= 3, exercise
+    assert lessons == {"l1", "l2", "l3", "l4"}
+
+
+@pytest.fixture(scope="module")
+def graded_mistakes():
+    require_sandbox()
+    import nbformat
+    root = Path(tempfile.mkdtemp(prefix="autograde-mistakes-"))
+    cases = submissions()
+    for (student, lesson), (nb, _) in cases.items():
+        folder = root / "submissions" / student / lesson
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / f"{lesson}.ipynb")
+    run = subprocess.run([sys.executable, "-m", "autograde", "--submissions", str(root / "submissions"),
+                          "--out", str(root / "out"), "--jobs", str(os.cpu_count())],
+                         cwd=REPO, capture_output=True, text=True, timeout=3600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    with open(root / "out" / "grades.csv", newline="") as f:
+        rows = {(r["student_id"], r["assignment"]): r for r in csv.DictReader(f)}
+    from nbgrader.api import Gradebook
+    from autograde.course import ensure_venv_on_path
+    ensure_venv_on_path()
+    scores = {}
+    with Gradebook(f"sqlite:///{root / 'out' / 'gradebook.db'}") as gb:
+        for (student, lesson) in cases:
+            submission = gb.find_submission(lesson, student)
+            scores[(student, lesson)] = (submission.score, {
+                g.name: g.auto_score for nb in submission.notebooks for g in nb.grades})
+    yield cases, scores, rows
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.parametrize("lesson", list(GROUPS))
+def test_perfect_answers_keep_full_marks(graded_mistakes, lesson):
+    _, scores, rows = graded_mistakes
+    assert scores[("perfect-small", lesson)][0] == sum(points(lesson).values()), scores[("perfect-small", lesson)]
+    assert rows[("perfect-small", lesson)]["status"] == "graded", rows[("perfect-small", lesson)]
+
+
+@pytest.mark.parametrize("lesson", list(GROUPS))
+@pytest.mark.parametrize("how", STRUCTURES)
+def test_deleted_duplicated_or_moved_tests_grade_the_same(graded_mistakes, lesson, how):
+    _, scores, rows = graded_mistakes
+    row = rows[(how, lesson)]
+    assert (float(row["score"]), row["status"]) == (sum(points(lesson).values()), "modified"), row
+
+
+def test_every_mistake_loses_its_exercises_points(graded_mistakes):
+    cases, scores, _ = graded_mistakes
+    kept = []
+    for (student, lesson), (_, chosen) in cases.items():
+        total, cells = scores[(student, lesson)]
+        for exercise, mistake in chosen.items():
+            if cells[test_id(exercise)] != 0:
+                kept.append(f"{lesson} {exercise}: {mistake} ({cells[test_id(exercise)]} points)")
+        if chosen:
+            assert total < sum(points(lesson).values()), (student, lesson)
+    assert not kept, "mistakes that kept points:\n" + "\n".join(kept)
