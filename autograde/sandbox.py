@@ -173,10 +173,10 @@ def check_available():
                        f"autograde ...). {TRUSTED_ONLY} bwrap said: {said}")
 
 
-def _userns_advice():
+def _userns_advice(proc_sys=Path("/proc/sys")):
     found = []
     for name, disabled, fix in USERNS_SWITCHES:
-        path = Path("/proc/sys") / name.replace(".", "/")
+        path = proc_sys / name.replace(".", "/")
         try:
             if path.read_text().strip() == disabled:
                 found.append(f"{name} is {disabled}; enable them with `{fix}`")

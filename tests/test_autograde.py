@@ -251,6 +251,30 @@ def test_without_user_namespaces_the_grader_names_the_missing_feature(toy, tmp_p
     assert "AUTOGRADE_SANDBOX=off" in run.stderr
 
 
+def test_the_advice_names_the_switch_that_disables_user_namespaces(tmp_path):
+    from autograde import sandbox
+    (tmp_path / "kernel").mkdir()
+    (tmp_path / "kernel" / "unprivileged_userns_clone").write_text("0\n")
+    (tmp_path / "kernel" / "apparmor_restrict_unprivileged_userns").write_text("0\n")
+    advice = sandbox._userns_advice(tmp_path)
+    assert advice == ("kernel.unprivileged_userns_clone is 0; enable them with "
+                      "`sudo sysctl -w kernel.unprivileged_userns_clone=1`")
+
+
+def test_two_graders_on_one_machine_never_share_a_sandbox_uid():
+    """As root each slot's kernel runs as its own uid, locked for the grader's lifetime (a fork
+    bomb must not use up another batch's process limit); without root kernels run as you."""
+    from autograde import sandbox
+    mine = sandbox.kernel_uids(2)
+    other = subprocess.run([sys.executable, "-c", "from autograde import sandbox; "
+                            "print(*sandbox.kernel_uids(2))"], capture_output=True, text=True,
+                           cwd=REPO, check=True).stdout.split()
+    if os.geteuid() != 0:
+        assert mine == [None, None] and other == ["None", "None"]
+    else:
+        assert len(set(mine)) == 2 and not set(mine) & {int(u) for u in other}
+
+
 def test_feedback_regenerated_by_the_instructor_also_hides_hidden_tests(graded):
     """After manual grading, the README's `nbgrader generate_feedback` in OUT uses OUT's config."""
     out = graded["out"]

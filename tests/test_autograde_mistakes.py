@@ -191,7 +191,7 @@ GROUPS = {
 }
 
 
-def test_id(exercise):
+def grading_cell_of(exercise):
     return re.sub(r"^(l\d+)-", r"\1-test-", exercise)
 
 
@@ -296,8 +296,8 @@ def test_every_mistake_loses_its_exercises_points(graded_mistakes):
     for (student, lesson), (_, chosen) in cases.items():
         total, cells = scores[(student, lesson)]
         for exercise, mistake in chosen.items():
-            if cells[test_id(exercise)] != 0:
-                kept.append(f"{lesson} {exercise}: {mistake} ({cells[test_id(exercise)]} points)")
+            if cells[grading_cell_of(exercise)] != 0:
+                kept.append(f"{lesson} {exercise}: {mistake} ({cells[grading_cell_of(exercise)]} points)")
         if chosen:
             assert total < sum(points(lesson).values()), (student, lesson)
     assert not kept, "mistakes that kept points:\n" + "\n".join(kept)
