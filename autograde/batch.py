@@ -16,7 +16,7 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
 
-from . import report, sandbox
+from . import class_report, report, sandbox, shards
 from .collect import collect
 from .course import assignments_in, ensure_venv_on_path, prepare
 
@@ -55,6 +55,7 @@ def _run(options, source, out, assignments, work, uids, started):
     jobs_dir.mkdir(mode=0o700)
     kernels_dir.mkdir(mode=0o711)
     submissions = collect(options.submissions, assignments, jobs_dir, options.named_regexp)
+    submissions = shards.select(submissions, options.shard)  # shards hook: --shard K/N
     template = jobs_dir / "template.db"
     shutil.copy(out / "gradebook.db", template)
     env = _kernel_env(source, kernels_dir, options)
@@ -63,19 +64,24 @@ def _run(options, source, out, assignments, work, uids, started):
     for slot in range(options.jobs):
         slots.put(slot)
 
+    seconds = {}  # class report hook: grading seconds per submission
+
     def task(index, submission):
         copy = _copy_submission(submission, assignments[submission.assignment], out)
         slot = slots.get()
+        begun = time.monotonic()
         try:
             return _grade_one(options, index, submission, copy, assignments, out, template,
                               jobs_dir, kernels_dir, slot, uids[slot], env, hide, server)
         finally:
+            seconds[(submission.student, submission.assignment)] = time.monotonic() - begun
             slots.put(slot)
 
     server = ForkServer(work / "forkserver.log", None if uids[0] is not None else env)
     rows = []
     print(f"Grading {len(submissions)} submissions with {options.jobs} parallel jobs ...",
           file=sys.stderr)
+    grading_started = time.monotonic()
     with ThreadPoolExecutor(max_workers=options.jobs) as pool:
         futures = {pool.submit(task, i, s): s for i, s in enumerate(submissions)}
         for future in as_completed(futures):
@@ -86,13 +92,17 @@ def _run(options, source, out, assignments, work, uids, started):
                 result = {"status": "error", "detail": f"grader error: {error}"[:300],
                           "course": None}
             rows.append(_merge(out, submission, result, assignments))
-            report.progress(len(rows), len(submissions), rows[-1])
+            report.progress(len(rows), len(submissions), rows[-1],
+                            time.monotonic() - grading_started)
     server.close()
     report.write_csv(out / "grades.csv", rows)
+    class_report.write_timings(out / "timings.csv", seconds)  # class report hook (3 lines)
+    report_path = class_report.write(out)
     _give_to_sudo_user(out)
     print(report.summary(rows, time.monotonic() - started, options.jobs))
     print(f"Table: {out / 'grades.csv'}  Feedback: {out / 'feedback'}  Gradebook: "
           f"{out / 'gradebook.db'}")
+    print(f"Class report: {report_path}  Gradebook import: {out / 'grades_wide.csv'}")
     return rows
 
 
@@ -195,7 +205,8 @@ def _grade_one(options, index, submission, copy, assignments, out, template, job
            "notebooks": assignments[submission.assignment], "submission": str(copy),
            "out": str(out), "work": str(job_dir), "template_db": str(template),
            "scratch": str(scratch), "sandbox_spec": spec, "limits": limits,
-           "protected_packages": options.protected, "preload": options.preload}
+           "protected_packages": options.protected, "preload": options.preload,
+           "parameters": options.parameters}  # grading profile hook
     (job_dir / "job.json").write_text(json.dumps(job))
     budget = options.timeout * len(job["notebooks"]) + 180
     killed = False

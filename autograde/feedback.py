@@ -23,22 +23,10 @@ class HideHiddenTests(ClearHiddenTests):
     hidden_sources = Dict({}).tag(config=True)  # grade_id -> source with hidden tests (optional)
 
     def preprocess(self, nb, resources):
-        self._hidden_lines = set()
-        for cell in nb.cells:
-            self._collect(cell.source)
-        for source in self.hidden_sources.values():
-            self._collect(source)
+        self._hidden_lines = hidden_lines([cell.source for cell in nb.cells]
+                                          + list(self.hidden_sources.values()),
+                                          self.begin_test_delimeter, self.end_test_delimeter)
         return super().preprocess(nb, resources)
-
-    def _collect(self, source):
-        inside = False
-        for line in source.split("\n"):
-            if self.begin_test_delimeter in line:
-                inside = True
-            elif self.end_test_delimeter in line:
-                inside = False
-            elif inside and len(line.strip()) >= MIN_SCRUB_LENGTH:
-                self._hidden_lines.add(line.strip())
 
     def preprocess_cell(self, cell, resources, cell_index):
         had_hidden = self._remove_hidden_test_region(cell)
@@ -54,10 +42,7 @@ class HideHiddenTests(ClearHiddenTests):
         return any(h in line for line in lines for h in self._hidden_lines)
 
     def _scrub_text(self, text):
-        for line in self._hidden_lines:
-            if line in text:
-                text = text.replace(line, "[hidden test]")
-        return text
+        return scrub(text, self._hidden_lines)
 
     def _scrub(self, output):
         if "text" in output:
@@ -69,3 +54,26 @@ class HideHiddenTests(ClearHiddenTests):
         for mime, value in output.get("data", {}).items():
             if isinstance(value, str):
                 output.data[mime] = self._scrub_text(value)
+
+
+def hidden_lines(sources, begin="BEGIN HIDDEN TESTS", end="END HIDDEN TESTS"):
+    """The lines of hidden-test source in `sources` (long enough to be worth replacing)."""
+    found = set()
+    for source in sources:
+        inside = False
+        for line in source.split("\n"):
+            if begin in line:
+                inside = True
+            elif end in line:
+                inside = False
+            elif inside and len(line.strip()) >= MIN_SCRUB_LENGTH:
+                found.add(line.strip())
+    return found
+
+
+def scrub(text, lines):
+    """`text` with every one of `lines` (hidden-test source) replaced by "[hidden test]"."""
+    for line in lines:
+        if line in text:
+            text = text.replace(line, "[hidden test]")
+    return text

@@ -25,6 +25,7 @@ from .course import ensure_venv_on_path
 from .execute import (DropEmptyNbgraderMetadata, GuardedExecute, VerdictSaveAutoGrades,
                       trusted_setup)
 from .feedback import FEEDBACK_PREPROCESSORS
+from .profile import GRADING_PARAMETERS, InjectGradingParameters
 from .validate import check_structure, read_submission
 
 # Most telling first: the row's status is the first kind that happened; detail lists them all.
@@ -91,12 +92,14 @@ def _config(job, course, notebook, report, release_path):
     config.CourseDirectory.student_id = job["student"]
     config.CourseDirectory.notebook_id = notebook
     config.Autograde.autograde_preprocessors = [
+        InjectGradingParameters,  # grading profile hook (with the line below)
         GuardedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
         VerdictSaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
     config.Autograde.sanitize_preprocessors = [
         ClearOutput, DeduplicateIds, DropEmptyNbgraderMetadata, OverwriteKernelspec,
         OverwriteCells, CheckCellMetadata]
     config.OverwriteCells.add_missing_cells = True
+    config.InjectGradingParameters.parameters = job.get("parameters", GRADING_PARAMETERS)
     limits = job["limits"]
     execute = config.GuardedExecute
     execute.sandbox_spec = job.get("sandbox_spec")
