@@ -82,6 +82,7 @@ def _run(options, source, out, assignments, work, uids, started):
     print(f"Grading {len(submissions)} submissions with {options.jobs} parallel jobs ...",
           file=sys.stderr)
     grading_started = time.monotonic()
+    class_report.warm_up()  # class report hook
     with ThreadPoolExecutor(max_workers=options.jobs) as pool:
         futures = {pool.submit(task, i, s): s for i, s in enumerate(submissions)}
         for future in as_completed(futures):
