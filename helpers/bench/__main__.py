@@ -14,7 +14,8 @@ import traceback
 from pathlib import Path
 
 from .common import machine
-from .notebooks import figure_collection, figure_grading
+from .grading import figure_grading
+from .notebooks import figure_collection
 from .training import figure_learning, figure_memory, figure_overhead
 
 REPO = Path(__file__).resolve().parents[2]
