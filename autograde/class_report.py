@@ -237,7 +237,7 @@ def to_markdown(blocks):
 STYLE = ("body{font-family:sans-serif;max-width:60em;margin:2em auto;padding:0 1em}"
          "table{border-collapse:collapse;margin:.5em 0 1.5em}"
          "td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}"
-         "th{background:#f0f0f0}")
+         "th{background:#f0f0f0}td:nth-child(2){white-space:nowrap}")
 
 
 def to_html(blocks):

@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 # grade_id -> (a fragment of the solution, the mistake that replaces it)
 MISTAKES = {
     "l1-make-lr-scheduler": ("int(num_training_steps * 0.1)", "0"),
-    "l1-train-one-epoch": ("optimizer.zero_grad()\n", ""),
+    "l1-train-one-epoch": ("optimizer.zero_grad()", "pass  # no zero_grad: gradients pile up"),
     "l2-prepare-for-training": ("Accelerator(device_placement=True, cpu=cpu)",
                                 "Accelerator(device_placement=True)"),
     "l2-train-one-epoch-accelerated": ("accelerator.backward(loss)", "loss.backward()"),
