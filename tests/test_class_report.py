@@ -15,9 +15,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from autograde_toy import HIDDEN_MARKERS, write_source  # noqa: E402
-from class_report_fixture import graded_class  # noqa: E402
 
 from autograde import class_report  # noqa: E402
+from helpers.bench.graded_class import graded_class  # noqa: E402
 
 HIDDEN_LINE = "assert add(10, -4) == 6  # HIDDEN-MARKER-ADD"  # from the toy's hidden test
 ADD_MESSAGES = {0: "add(1, 2) gave -1", 1: "add(1, 2) gave -1", 2: "add(1, 2) gave -1",

@@ -140,12 +140,9 @@ def make_autograde(out, submissions, jobs, env, *extra):
 
 def report_seconds(work, students=25):
     """Seconds to write the class report of a generated class: `students` x the four lessons."""
-    sys.path.insert(0, str(REPO / "tests"))
-    try:
-        from class_report_fixture import graded_class
-    finally:
-        sys.path.remove(str(REPO / "tests"))
     from autograde import class_report
+
+    from .graded_class import graded_class
     out = graded_class(REPO / "solutions", work / "report-class", students,
                        lambda index, grade_id: None if index % 3 else f"{grade_id} is wrong",
                        pad_outputs=True)
@@ -217,6 +214,6 @@ def figure_grading(setting, folder):
         "(getrusage of the finished child processes: the grader, its workers and kernels) of each whole "
         f"command, building the course folder included; {setting['repeats']} rounds, the order "
         "alternating; ratios within a round. Scores are compared submission by submission. The class "
-        "report's time is class_report.write on a generated graded class (tests/class_report_fixture.py) "
+        "report's time is class_report.write on a generated graded class (helpers/bench/graded_class.py) "
         "whose notebooks carry a plot-sized output in every cell.")
     return figure
