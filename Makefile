@@ -7,6 +7,8 @@ STAMP := $(VENV)/.installed
 SUBMISSIONS ?=
 OUT ?= build/grading
 JOBS ?= $(shell nproc)
+SHARD ?=
+SHARDS ?=
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -44,8 +46,11 @@ lab: setup ## open the student notebooks in JupyterLab, with nbgrader's panels
 release: setup ## regenerate the student notebooks/ from solutions/ with nbgrader
 	$(PYTHON) -m course.release
 
-autograde: setup bwrap ## grade a class: make autograde SUBMISSIONS=<folder or LMS zip> [OUT=...] [JOBS=...]
-	$(PYTHON) -m autograde --submissions "$(SUBMISSIONS)" --out "$(OUT)" --jobs $(JOBS)
+autograde: setup bwrap ## grade a class: make autograde SUBMISSIONS=<folder or LMS zip> [OUT=...] [JOBS=...] [SHARD=K/N]
+	$(PYTHON) -m autograde --submissions "$(SUBMISSIONS)" --out "$(OUT)" --jobs $(JOBS) $(if $(SHARD),--shard $(SHARD))
+
+merge: setup ## combine sharded grading: make merge SHARDS="<OUT of shard 1> <OUT of shard 2> ..." OUT=<new folder>
+	$(PYTHON) -m autograde.shards --out "$(OUT)" $(SHARDS)
 
 bench: setup ## measure speed, memory and learning into build/bench/report.md
 	$(PYTHON) -m course.bench
@@ -53,4 +58,4 @@ bench: setup ## measure speed, memory and learning into build/bench/report.md
 clean: ## remove build outputs and caches (keeps .venv)
 	rm -rf build .pytest_cache
 
-.PHONY: help setup bwrap run test quick lab release autograde bench clean
+.PHONY: help setup bwrap run test quick lab release autograde merge bench clean

@@ -10,7 +10,9 @@ from pathlib import Path
 
 from .collect import CollectError
 from .course import CourseError
+from .profile import GRADING_PARAMETERS
 from .sandbox import SandboxError
+from .shards import shard_argument
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -39,8 +41,15 @@ def parse(argv=None):
     parser.add_argument("--no-sandbox", dest="sandbox", action="store_false",
                         default=os.environ.get("AUTOGRADE_SANDBOX", "on") != "off",
                         help="run kernels as yourself (trusted submissions only)")
+    parser.add_argument("--shard", default=None, type=shard_argument,
+                        help="K/N: grade only the K-th of N deterministic shares (merge the OUT "
+                             "folders with python -m autograde.shards)")
+    parser.add_argument("--full-size", action="store_true",
+                        help="run the demonstration cells with the lesson's own parameters, not "
+                             "the grading profile's smaller sizes (autograde/profile.py)")
     options = parser.parse_args(argv)
     options.jobs = max(1, options.jobs)
+    options.parameters = {} if options.full_size else GRADING_PARAMETERS
     return options
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
 
-from . import report, sandbox
+from . import class_report, report, sandbox, shards
 from .collect import collect
 from .course import assignments_in, ensure_venv_on_path, prepare
 from .grade import LOG_NAME, GradingLimits, Job, run_job
@@ -59,29 +59,36 @@ def _run(options, source, out, assignments, work, uids, started):
     jobs_dir.mkdir(mode=0o700)
     kernels_dir.mkdir(mode=0o711)
     submissions = collect(options.submissions, assignments, jobs_dir, options.named_regexp)
+    submissions = shards.select(submissions, options.shard)  # --shard K/N: this run's share
     template = jobs_dir / "template.db"
     shutil.copy(out / "gradebook.db", template)
     env = _kernel_env(source, kernels_dir, options)
     hide = _hidden_paths(source, out, options.submissions, jobs_dir)
     workers = multiprocessing.get_context("forkserver")
-    workers.set_forkserver_preload(["autograde.grade"])
+    workers.set_forkserver_preload(["autograde.warm"])
     slots = queue.Queue()
     for slot in range(options.jobs):
         slots.put(slot)
 
+    seconds = {}  # grading seconds per submission, for the class report
+
     def task(index, submission):
         copy = _copy_submission(submission, assignments[submission.assignment], out)
         slot = slots.get()
+        begun = time.monotonic()
         try:
             job = _job(options, submission, assignments, copy, out, template,
                        jobs_dir / f"job{index}", kernels_dir / f"kernel{slot}", uids[slot], env, hide)
             return _grade_one(workers, job, out)
         finally:
+            seconds[(submission.student, submission.assignment)] = time.monotonic() - begun
             slots.put(slot)
 
     rows = []
     print(f"Grading {len(submissions)} submissions with {options.jobs} parallel jobs ...",
           file=sys.stderr)
+    grading_started = time.monotonic()
+    class_report.warm_up()
     with ThreadPoolExecutor(max_workers=options.jobs) as pool:
         futures = {pool.submit(task, i, s): s for i, s in enumerate(submissions)}
         for future in as_completed(futures):
@@ -96,12 +103,15 @@ def _run(options, source, out, assignments, work, uids, started):
                           "detail": f"grader error: {type(error).__name__}: {error} "
                                     f"(traceback: {log.relative_to(out)})"[:300]}
             rows.append(_merge(out, submission, result, assignments))
-            report.progress(len(rows), len(submissions), rows[-1])
+            report.progress(len(rows), len(submissions), rows[-1], time.monotonic() - grading_started)
     report.write_csv(out / "grades.csv", rows)
+    class_report.write_timings(out / "timings.csv", seconds)
+    report_path = class_report.write(out)
     _give_to_sudo_user(out)
     print(report.summary(rows, time.monotonic() - started, options.jobs))
     print(f"Table: {out / 'grades.csv'}  Feedback: {out / 'feedback'}  Gradebook: "
           f"{out / 'gradebook.db'}  Logs: {out / 'logs'}")
+    print(f"Class report: {report_path}  Gradebook import: {out / 'grades_wide.csv'}")
     return rows
 
 
@@ -128,7 +138,7 @@ def _job(options, submission, assignments, copy, out, template, job_dir, scratch
                notebooks=tuple(assignments[submission.assignment]), submission=copy, out=out,
                work=job_dir, template_db=template, scratch=scratch, sandbox=spec,
                kernel_env=env, protected_packages=tuple(options.protected),
-               preload=tuple(options.preload),
+               preload=tuple(options.preload), parameters=options.parameters,
                limits=GradingLimits(cell_timeout=options.cell_timeout,
                                     submission_timeout=options.timeout,
                                     output_bytes=options.max_output_bytes))

@@ -27,22 +27,10 @@ class HideHiddenTests(ClearHiddenTests):
     report_path = Unicode("").tag(config=True)
 
     def preprocess(self, nb, resources):
-        self._hidden_lines = set()
-        for cell in nb.cells:
-            self._collect(cell.source)
-        for source in self.hidden_sources.values():
-            self._collect(source)
+        self._hidden_lines = hidden_lines([cell.source for cell in nb.cells]
+                                          + list(self.hidden_sources.values()),
+                                          self.begin_test_delimeter, self.end_test_delimeter)
         return super().preprocess(nb, resources)
-
-    def _collect(self, source):
-        inside = False
-        for line in source.split("\n"):
-            if self.begin_test_delimeter in line:
-                inside = True
-            elif self.end_test_delimeter in line:
-                inside = False
-            elif inside and len(line.strip()) >= MIN_SCRUB_LENGTH:
-                self._hidden_lines.add(line.strip())
 
     def preprocess_cell(self, cell, resources, cell_index):
         # Only the instructor's test cells hold hidden tests; a marker anywhere else is text.
@@ -69,9 +57,7 @@ class HideHiddenTests(ClearHiddenTests):
 
     def _scrub_text(self, text, lines=None):
         """(text without hidden-test lines and markers, whether anything was removed)."""
-        scrubbed = text
-        for line in lines or [*self._hidden_lines, *self._markers()]:
-            scrubbed = scrubbed.replace(line, "[hidden test]")
+        scrubbed = scrub(text, lines or [*self._hidden_lines, *self._markers()])
         return scrubbed, scrubbed != text
 
     def _scrub(self, output):
@@ -89,3 +75,25 @@ class HideHiddenTests(ClearHiddenTests):
                 output.data[mime], hit = self._scrub_text(value)
                 changed |= hit
         return changed
+
+
+def hidden_lines(sources, begin="BEGIN HIDDEN TESTS", end="END HIDDEN TESTS"):
+    """The lines of hidden-test source in `sources` (long enough to be worth replacing)."""
+    found = set()
+    for source in sources:
+        inside = False
+        for line in source.split("\n"):
+            if begin in line:
+                inside = True
+            elif end in line:
+                inside = False
+            elif inside and len(line.strip()) >= MIN_SCRUB_LENGTH:
+                found.add(line.strip())
+    return found
+
+
+def scrub(text, lines):
+    """`text` with every one of `lines` (hidden-test source) replaced by "[hidden test]"."""
+    for line in lines:
+        text = text.replace(line, "[hidden test]")
+    return text

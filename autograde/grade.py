@@ -29,6 +29,7 @@ from .sandbox import SandboxSpec
 from .execute import (DropEmptyNbgraderMetadata, GuardedExecute, VerdictSaveAutoGrades,
                       trusted_setup)
 from .feedback import FEEDBACK_PREPROCESSORS
+from .profile import GRADING_PARAMETERS, InjectGradingParameters
 from .validate import check_structure, read_submission, restore_structure
 
 # Most telling first: the row's status is the first kind that happened; detail lists them all.
@@ -62,6 +63,7 @@ class Job:
     kernel_env: dict          # without a sandbox: added to the kernel's environment
     protected_packages: tuple
     preload: tuple
+    parameters: dict = None   # the grading profile's sizes ({}: the lesson's own); None: the default profile
 
 
 def run_job(job):
@@ -141,12 +143,15 @@ def _config(job, course, notebook, report, release_path):
     config.CourseDirectory.student_id = job.student
     config.CourseDirectory.notebook_id = notebook
     config.Autograde.autograde_preprocessors = [
+        InjectGradingParameters,  # the grading profile: smaller sizes for the demonstration cells
         GuardedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
         VerdictSaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
     config.Autograde.sanitize_preprocessors = [
         ClearOutput, DeduplicateIds, DropEmptyNbgraderMetadata, OverwriteKernelspec,
         OverwriteCells, CheckCellMetadata]
     config.OverwriteCells.add_missing_cells = True
+    config.InjectGradingParameters.parameters = (GRADING_PARAMETERS if job.parameters is None
+                                                 else job.parameters)
     execute = config.GuardedExecute
     execute.sandbox_spec = job.sandbox
     execute.kernel_env = job.kernel_env

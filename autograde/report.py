@@ -8,13 +8,22 @@ FAILED = {"error", "missing", "invalid_notebook", "timeout", "kernel_died", "mem
           "sys_exit"}
 
 
-def progress(done, total, row, stream=sys.stderr):
+def progress(done, total, row, elapsed, stream=sys.stderr):
     width = 30
     filled = width * done // total
     bar = "#" * filled + "." * (width - filled)
-    stream.write(f"[{bar}] {done}/{total}  {row['student_id']}/{row['assignment']}: "
+    left = elapsed / done * (total - done)  # the mean pace so far, for what is left
+    stream.write(f"[{bar}] {done}/{total} {clock(elapsed)} elapsed, about {clock(left)} left  "
+                 f"{row['student_id']}/{row['assignment']}: "
                  f"{row['status']} {row['score']}/{row['max_score']}\n")
     stream.flush()
+
+
+def clock(seconds):
+    """12:05 (minutes:seconds), or 1:02:05 past an hour."""
+    minutes, seconds = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{seconds:02d}" if hours else f"{minutes}:{seconds:02d}"
 
 
 def write_csv(path, rows):

@@ -6,7 +6,6 @@ kernels); skips, saying why, only where the machine cannot isolate.
 """
 import csv
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -20,7 +19,6 @@ from pathlib import Path
 import nbformat
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 from autograde_corpus import CASES  # noqa: E402
 from autograde_toy import (HIDDEN_MARKERS, PERFECT, answer, require_sandbox,  # noqa: E402
                            write_source)

@@ -14,7 +14,6 @@ from pathlib import Path
 import nbformat
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 from autograde_toy import require_sandbox  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent

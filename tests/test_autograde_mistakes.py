@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 from autograde_toy import require_sandbox  # noqa: E402
 from test_autograde_lessons import REPO, points, release_with, solutions  # noqa: E402
 

@@ -1,14 +1,14 @@
 """`make bench` runs: figures 3-5 on a tiny setting write the report and its plots (no timing asserted).
 
-Figures 1 (all four lessons under papermill) and 2 (two graders on a class) take minutes, not
-seconds, so this test skips them: it checks that the report then says "not measured" for them,
-and builds the submissions figure 2 grades (the generator is shared with the grading tests).
+Figures 1 (all four lessons under papermill) and 2 (two graders on a class of the lessons) take
+minutes, not seconds, so this test skips them: it checks that the report then says "not measured"
+for them, and builds the class figure 2 grades.
 """
 import nbformat
 import pytest
 
 from course.bench.__main__ import render, run
-from course.bench.notebooks import make_submissions
+from course.bench.grading import KINDS, lessons, make_class
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -59,9 +59,11 @@ def test_render_lists_all_five_figures(report):
     assert not missing, f"the report has no section for figure(s) {missing}"
 
 
-def test_grading_figure_submissions_are_generated(tmp_path):
-    source, submissions = make_submissions(tmp_path, 4)
-    notebooks = sorted(submissions.glob("*/toy/toy.ipynb"))
-    assert len(notebooks) == 4 and (source / "toy" / "toy.ipynb").is_file()
-    answers = {tuple(cell.source for cell in nbformat.read(path, as_version=4).cells) for path in notebooks}
-    assert len(answers) == 4, "every student should answer differently"
+def test_grading_figure_class_is_generated(tmp_path):
+    submissions = make_class(tmp_path)
+    notebooks = sorted(submissions.glob("*/*/*.ipynb"))
+    assert len(notebooks) == len(KINDS) * len(lessons()) >= 16
+    for lesson in lessons():
+        answers = {tuple(cell.source for cell in nbformat.read(path, as_version=4).cells)
+                   for path in submissions.glob(f"*/{lesson}/{lesson}.ipynb")}
+        assert len(answers) == len(KINDS), f"every student should answer {lesson} differently"

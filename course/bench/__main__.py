@@ -15,7 +15,8 @@ from pathlib import Path
 
 from ..paths import BUILD
 from .common import machine
-from .notebooks import figure_collection, figure_grading
+from .grading import figure_grading
+from .notebooks import figure_collection
 from .training import figure_learning, figure_memory, figure_overhead
 
 FIGURES = {1: figure_collection, 2: figure_grading, 3: figure_overhead, 4: figure_memory, 5: figure_learning}

@@ -1,15 +1,8 @@
-"""Figures 1-2: executing the lessons with papermill, and grading a class with `make autograde`."""
-import csv
-import shutil
-import subprocess
-import sys
+"""Figure 1: executing the lessons with papermill, against the floor."""
 
 import nbformat
 
-from autograde.course import assignments_in, nbgrader_environment, prepare
-
-from ..paths import ROOT as REPO
-from .common import Figure, median, new_plot, save_plot, summary, timed
+from .common import Figure, median, new_plot, save_plot, summary
 
 FLOOR_SOURCE = "import torch, transformers, helpers  # the floor: a kernel and the course's imports"
 
@@ -68,102 +61,4 @@ def figure_collection(setting, folder):
         f"function executes a one-cell notebook `{FLOOR_SOURCE.split('  #')[0]}` (the floor). "
         f"{setting['repeats']} rounds; ratios are taken within a round. Kernel CPU seconds come from "
         "getrusage(RUSAGE_CHILDREN), steadier than wall time on a busy machine.")
-    return figure
-
-
-# ---- Figure 2: submissions per minute, `make autograde` against plain `nbgrader autograde` ----
-
-def _toy_generator():
-    """The grading engineer's toy assignment and answer builder (tests/autograde_toy.py)."""
-    sys.path.insert(0, str(REPO / "tests"))
-    try:
-        import autograde_toy
-    finally:
-        sys.path.remove(str(REPO / "tests"))
-    return autograde_toy
-
-
-def make_submissions(root, count):
-    """`count` toy submissions (some answers wrong on purpose); returns (source, submissions)."""
-    toy = _toy_generator()
-    source = toy.write_source(root / "source")
-    seed = prepare(source, root / "seed", assignments_in(source))
-    release = nbformat.read(seed / "release" / "toy" / "toy.ipynb", as_version=4)
-    wrong = {"add": "def add(a, b):\n    return a - b", "mean": "def mean(xs):\n    return 0.0",
-             "square": "def square(x):\n    return x + x"}
-    submissions = root / "submissions"
-    for index in range(count):
-        answers = dict(toy.PERFECT)
-        mistake = list(wrong)[index % 4] if index % 4 < 3 else None
-        if mistake:
-            answers[mistake] = wrong[mistake]
-        path = submissions / f"student{index:02d}" / "toy" / "toy.ipynb"
-        path.parent.mkdir(parents=True)
-        nbformat.write(toy.answer(release, answers), path)
-    return source, submissions
-
-
-def _plain_nbgrader(root, source, submissions, env):
-    course = prepare(source, root, {"toy": ["toy"]})
-    shutil.copytree(submissions, course / "submitted")
-    command = [sys.executable, "-m", "nbgrader", "autograde", "toy", "--force",
-               f"--CourseDirectory.root={course}", "--log-level=WARN"]
-    run = subprocess.run(command, cwd=course, env=env, capture_output=True, text=True)
-    if run.returncode != 0:
-        raise RuntimeError(f"plain nbgrader autograde failed:\n{run.stdout[-2000:]}{run.stderr[-2000:]}")
-    return len(list((course / "autograded").glob("*/toy/toy.ipynb")))
-
-
-def _make_autograde(out, source, submissions, jobs, env):
-    command = [sys.executable, "-m", "autograde", "--submissions", str(submissions), "--out", str(out),
-               "--source", str(source), "--jobs", str(jobs)]
-    run = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
-    if run.returncode != 0:
-        raise RuntimeError(f"python -m autograde failed:\n{run.stdout[-2000:]}{run.stderr[-2000:]}")
-    with open(out / "grades.csv", newline="") as table:
-        return sum(1 for _ in csv.DictReader(table))
-
-
-def figure_grading(setting, folder):
-    count, jobs = setting["submissions"], setting["jobs"]
-    work = folder / "work" / "grading"
-    shutil.rmtree(work, ignore_errors=True)
-    source, submissions = make_submissions(work, count)
-    env = nbgrader_environment()
-    rates = {"make autograde": [], "plain nbgrader autograde": []}
-    for repeat in range(setting["repeats"]):
-        order = ["make autograde", "plain nbgrader autograde"][::1 if repeat % 2 == 0 else -1]
-        for name in order:
-            target = work / f"{name.split()[0]}-{repeat}"
-            if name == "make autograde":
-                seconds, graded = timed(_make_autograde, target, source, submissions, jobs, env)
-            else:
-                seconds, graded = timed(_plain_nbgrader, target, source, submissions, env)
-            if graded != count:  # a grader that skipped work would look fast
-                raise RuntimeError(f"{name} graded {graded} of the {count} submissions")
-            rates[name].append(count / seconds * 60)
-    ratios = [a / b for a, b in zip(rates["make autograde"], rates["plain nbgrader autograde"])]
-    figure = Figure(2, f"Grading: submissions per minute on the same {count} generated submissions")
-    figure.headline = (
-        f"`make autograde` (--jobs {jobs}) grades {median(rates['make autograde']):.1f} submissions per minute, "
-        f"plain `nbgrader autograde` {median(rates['plain nbgrader autograde']):.1f}: {median(ratios):.2f}x "
-        f"(ratio {summary(ratios)}).")
-    figure.table = [["grader", "submissions per minute"]] + [[name, summary(values, 1)]
-                                                            for name, values in rates.items()]
-    plot, axis = new_plot()
-    names = list(rates)
-    axis.bar(names, [median(rates[n]) for n in names],
-             yerr=[[median(rates[n]) - min(rates[n]) for n in names], [max(rates[n]) - median(rates[n]) for n in names]],
-             capsize=4)
-    axis.set(ylabel="submissions per minute", title=f"Grading {count} submissions")
-    figure.plot = save_plot(plot, folder, "grading.png")
-    figure.method = (
-        f"{count} submissions of the grading tests' toy assignment (tests/autograde_toy.py: three answer "
-        "cells, three test cells; three in four students get one answer wrong), the same files for both "
-        f"graders. `python -m autograde --jobs {jobs}` (what `make autograde` runs, with its defaults: "
-        "sandbox, preloaded torch and helpers, collection, feedback, grades.csv) against "
-        "`nbgrader autograde toy` in a course folder with the same release and gradebook (one kernel "
-        f"after another, no sandbox). Wall clock of each whole command, the course folder and gradebook it "
-        f"builds first included (both check that all {count} were graded); {setting['repeats']} rounds, "
-        "the order alternating; ratios within a round.")
     return figure

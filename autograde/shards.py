@@ -1,0 +1,143 @@
+"""Grade a large class on many machines: each grades a share, one merge makes the gradebook.
+
+    python -m autograde --submissions S --out OUT_K --shard K/N     # on machine K (K = 1..N)
+    python -m autograde.shards --out OUT OUT_1 OUT_2 ... OUT_N       # anywhere, afterwards
+
+Shard K of N takes the submissions at positions K-1, K-1+N, K-1+2N, ... of the sorted list
+(student, assignment), so every machine that reads the same SUBMISSIONS computes the same split,
+the shares differ in size by at most one, and together they hold every submission once. The
+merge copies the first shard's OUT, then adds the others' grades and comments to its gradebook
+and their submitted/, autograded/ and feedback/ folders, and writes grades.csv, the class report
+and grades_wide.csv for the whole class.
+"""
+import argparse
+import filecmp
+import shutil
+import sys
+import warnings
+from pathlib import Path
+
+from . import class_report, report
+from .course import ensure_venv_on_path
+
+
+class ShardError(RuntimeError):
+    pass
+
+
+def shard_argument(text):
+    """'K/N' -> (K, N), with 1 <= K <= N (argparse type)."""
+    try:
+        index, count = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--shard {text!r}: expected K/N, e.g. 2/8") from None
+    if not 1 <= index <= count:
+        raise argparse.ArgumentTypeError(f"--shard {text!r}: K must be between 1 and N")
+    return index, count
+
+
+def select(submissions, shard):
+    """The share of `shard` (K, N) of the submissions; all of them when shard is None."""
+    if shard is None:
+        return submissions
+    index, count = shard
+    ordered = sorted(submissions, key=lambda s: (s.student, s.assignment))
+    return ordered[index - 1::count]
+
+
+def merge(shard_outs, out):
+    """Combine graded OUT folders (one per shard) into `out`; returns the merged rows."""
+    ensure_venv_on_path()
+    shard_outs = [Path(p).resolve() for p in shard_outs]
+    out = Path(out).resolve()
+    for folder in shard_outs:
+        if not (folder / "grades.csv").is_file() or not (folder / "gradebook.db").is_file():
+            raise ShardError(f"{folder}: not a graded OUT folder (no grades.csv or gradebook.db)")
+        _same_sources(shard_outs[0], folder)
+    if out.exists() and any(out.iterdir()):
+        raise ShardError(f"--out {out}: exists and is not empty; give a new folder")
+    if out.exists():
+        out.rmdir()
+    shutil.copytree(shard_outs[0], out)  # the course files, and the first shard's grades
+    rows = report.read_csv(out / "grades.csv")
+    seconds = class_report.read_timings(out / "timings.csv")
+    for folder in shard_outs[1:]:
+        shard_rows = report.read_csv(folder / "grades.csv")
+        taken = {(r["student_id"], r["assignment"]) for r in rows}
+        twice = [key for key in ((r["student_id"], r["assignment"]) for r in shard_rows)
+                 if key in taken]
+        if twice:
+            raise ShardError(f"{folder}: {'/'.join(twice[0])} was graded in two shards")
+        _copy_grades(folder, out, shard_rows)
+        for row in shard_rows:
+            for kind in ("submitted", "autograded", "feedback"):
+                tree = folder / kind / row["student_id"] / row["assignment"]
+                if tree.exists():
+                    shutil.copytree(tree, out / kind / row["student_id"] / row["assignment"])
+        rows += shard_rows
+        seconds.update(class_report.read_timings(folder / "timings.csv"))
+    report.write_csv(out / "grades.csv", rows)
+    class_report.write_timings(out / "timings.csv", seconds)
+    class_report.write(out)
+    return rows
+
+
+def _same_sources(first, other):
+    """Shards graded with different instructor notebooks cannot share a gradebook."""
+    compare = filecmp.dircmp(first / "source", other / "source")
+    pending = [compare]
+    while pending:
+        node = pending.pop()
+        _, mismatch, errors = filecmp.cmpfiles(node.left, node.right, node.common_files,
+                                               shallow=False)
+        if node.left_only or node.right_only or mismatch or errors:
+            raise ShardError(f"{other}: graded with other sources than {first} "
+                             f"({(node.left_only + node.right_only + mismatch + errors)[:3]})")
+        pending += node.subdirs.values()
+
+
+def _copy_grades(shard, out, rows):
+    from nbgrader.api import Gradebook
+    warnings.filterwarnings("ignore", module="nbgrader.api")  # SQLAlchemy autoflush chatter
+    with Gradebook(f"sqlite:///{out}/gradebook.db") as target, \
+            Gradebook(f"sqlite:///{shard}/gradebook.db") as source:
+        for row in rows:
+            student, assignment = row["student_id"], row["assignment"]
+            found = source.find_submission(assignment, student)
+            target.update_or_create_student(student)
+            copy = target.update_or_create_submission(assignment, student,
+                                                      timestamp=found.timestamp)
+            for notebook in copy.notebooks:
+                for grade in notebook.grades:
+                    was = source.find_grade(grade.name, notebook.name, assignment, student)
+                    grade.auto_score, grade.manual_score = was.auto_score, was.manual_score
+                    grade.extra_credit = was.extra_credit
+                    grade.needs_manual_grade = was.needs_manual_grade
+                for comment in notebook.comments:
+                    was = source.find_comment(comment.name, notebook.name, assignment, student)
+                    comment.auto_comment, comment.manual_comment = (was.auto_comment,
+                                                                    was.manual_comment)
+            target.db.commit()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m autograde.shards", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", required=True, help="the merged OUT folder (new or empty)")
+    parser.add_argument("shards", nargs="+", help="the shards' OUT folders")
+    options = parser.parse_args(argv)
+    try:
+        rows = merge(options.shards, options.out)
+    except ShardError as error:
+        print(f"autograde.shards: {error}", file=sys.stderr)
+        return 2
+    out = Path(options.out)
+    print(f"Merged {len(options.shards)} shards: {len(rows)} submissions.")
+    print(f"Table: {out / 'grades.csv'}  Feedback: {out / 'feedback'}  Gradebook: "
+          f"{out / 'gradebook.db'}")
+    print(f"Class report: {out / 'report.html'}  Gradebook import: {out / 'grades_wide.csv'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

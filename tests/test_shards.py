@@ -1,0 +1,103 @@
+"""Sharded grading: 2 shards of a toy class, merged, give the grades.csv of one run.
+
+Kernels run without the sandbox (--no-sandbox) so that the test runs as any user: the sandbox
+is tested in test_autograde.py, and sharding does not depend on it.
+"""
+import csv
+import shutil
+import tempfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograde_toy import PERFECT, answer, write_source  # noqa: E402
+from test_autograde import autograde  # noqa: E402
+
+from autograde import shards  # noqa: E402
+from autograde.collect import Submission  # noqa: E402
+
+WRONG = {"add": "def add(a, b):\n    return a - b", "mean": "def mean(xs):\n    return 0.0"}
+
+
+def test_shares_are_deterministic_disjoint_and_complete():
+    subs = [Submission(f"s{i}", a, Path(".")) for i in range(7) for a in ("b", "a")]
+    shares = [shards.select(list(reversed(subs)), (k, 3)) for k in (1, 2, 3)]
+    assert sorted(len(s) for s in shares) == [4, 5, 5]
+    keys = [(s.student, s.assignment) for share in shares for s in share]
+    assert sorted(keys) == sorted((s.student, s.assignment) for s in subs) and len(set(keys)) == 14
+    assert shares[0] == shards.select(subs, (1, 3))  # the order it is given does not matter
+
+
+@pytest.mark.parametrize("text", ["0/2", "3/2", "1", "a/b"])
+def test_bad_shard_argument_is_refused(text):
+    import argparse
+    with pytest.raises(argparse.ArgumentTypeError, match="--shard"):
+        shards.shard_argument(text)
+
+
+@pytest.fixture(scope="module")
+def graded():
+    root = Path(tempfile.mkdtemp(prefix="shards-test-"))
+    source = write_source(root / "source")
+    from autograde.course import assignments_in, prepare
+    release = nbformat.read(prepare(source, root / "seed", assignments_in(source))
+                            / "release" / "toy" / "toy.ipynb", as_version=4)
+    for index, mistake in enumerate([None, "add", "mean", None, "add"]):
+        path = root / "submissions" / f"student{index}" / "toy" / "toy.ipynb"
+        path.parent.mkdir(parents=True)
+        nbformat.write(answer(release, {**PERFECT, **({mistake: WRONG[mistake]} if mistake else {})}),
+                       path)
+    runs = {}
+    for name, extra in [("whole", []), ("shard1", ["--shard", "1/2"]), ("shard2", ["--shard", "2/2"])]:
+        run = autograde(root / "submissions", root / name, source, "--no-sandbox", *extra, jobs=2)
+        assert run.returncode == 0, run.stderr[-3000:]
+        runs[name] = run
+    merge = shards.main(["--out", str(root / "merged"), str(root / "shard1"), str(root / "shard2")])
+    assert merge == 0
+    yield root, runs
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def read(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_two_shards_merged_give_the_grades_of_one_run(graded):
+    root, runs = graded
+    assert len(read(root / "shard1" / "grades.csv")) == 3
+    assert len(read(root / "shard2" / "grades.csv")) == 2
+    merged, whole = root / "merged", root / "whole"
+    assert (merged / "grades.csv").read_text() == (whole / "grades.csv").read_text()
+    assert (merged / "grades_wide.csv").read_text() == (whole / "grades_wide.csv").read_text()
+    scores = {r["student_id"]: r["score"] for r in read(merged / "grades.csv")}
+    assert scores == {"student0": "6", "student1": "4", "student2": "3", "student3": "6",
+                      "student4": "4"}
+    for student in scores:
+        assert (merged / "feedback" / student / "toy" / "toy.html").exists()
+    report = (merged / "report.md").read_text()
+    assert "| test_add | 3/5 (60 %) |" in report
+    assert report.split("## Slowest")[0] == (whole / "report.md").read_text().split("## Slowest")[0]
+
+
+def test_merged_gradebook_has_every_submission(graded):
+    from nbgrader.api import Gradebook
+    root, _ = graded
+    merged = root / "merged"
+    with Gradebook(f"sqlite:///{merged}/gradebook.db") as gb:
+        scores = {s.student.id: s.score for s in gb.assignment_submissions("toy")}
+    assert scores == {"student0": 6, "student1": 4, "student2": 3, "student3": 6, "student4": 4}
+
+
+def test_progress_line_and_summary_link_the_report(graded):
+    _, runs = graded
+    lines = [line for line in runs["whole"].stderr.splitlines() if line.startswith("[")]
+    assert len(lines) == 5 and "elapsed, about" in lines[0] and "0:00 left" in lines[-1]
+    assert "Class report: " in runs["whole"].stdout and "report.html" in runs["whole"].stdout
+
+
+def test_merge_refuses_a_shard_graded_twice(graded):
+    root, _ = graded
+    with pytest.raises(shards.ShardError, match="graded in two shards"):
+        shards.merge([root / "shard1", root / "whole"], root / "twice")
