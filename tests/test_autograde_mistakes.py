@@ -211,10 +211,16 @@ def restructured(nb, how):
     if how == "deleted-tests":
         nb.cells = others
     elif how == "duplicated-tests":
-        nb.cells = [twin for c in nb.cells for twin in ([c, copy.deepcopy(c)] if c in tests else [c])]
+        nb.cells = [twin for c in nb.cells for twin in ([c, _twin(c)] if c in tests else [c])]
     else:
         nb.cells = others + tests
     return nb
+
+
+def _twin(cell):
+    twin = copy.deepcopy(cell)
+    twin["id"] = f"{cell.get('id', 'cell')}-copy"
+    return twin
 
 
 STRUCTURES = ["deleted-tests", "duplicated-tests", "moved-tests"]
