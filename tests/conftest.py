@@ -25,7 +25,7 @@ def small_data(tokenizer):
 
 # Whole modules that execute notebooks, grade a class, drive a browser or train at real sizes:
 # `make quick` (pytest -m "not slow") leaves them out for day-to-day work; `make test` runs all.
-SLOW_MODULES = {"test_autograde", "test_autograde_lessons", "test_bench", "test_browser", "test_compare",
+SLOW_MODULES = {"test_autograde", "test_autograde_lessons", "test_autograde_mistakes", "test_bench", "test_browser", "test_compare",
                 "test_learning", "test_notebooks", "test_release"}
 
 
