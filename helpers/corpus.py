@@ -25,9 +25,9 @@ CITIES = "Jakarta Utrecht Bandung Leiden Surabaya Delft Medan Groningen".split()
 THINGS = "books letters laptops bicycles paintings tickets boxes lamps".split()
 DAYS = "Monday Tuesday Wednesday Thursday Friday Saturday Sunday".split()
 # Each action: ways of writing it with the same meaning, some of them two words long.
-ACTIONS = [("gave", "handed", "handed over"), ("sent", "mailed", "sent off"), ("sold", "traded"),
-           ("showed", "presented"), ("lent", "loaned"), ("delivered", "brought"),
-           ("offered", "held out")]
+ACTIONS = [("gave", "handed"), ("sent", "mailed"), ("sold", "traded"), ("showed", "presented"),
+           ("lent", "loaned"), ("delivered", "brought"), ("offered", "proposed")]
+ENDINGS = ["", "", "as planned", "that week", "as they had agreed", "after a short talk"]
 # (action, thing) pairs seen only in evaluation: a quarter of all, every word still in training
 EVALUATION_COMBINATIONS = frozenset(
     (action, thing) for action in range(len(ACTIONS)) for thing in range(len(THINGS))
@@ -54,20 +54,31 @@ def random_event(rng, evaluation=False):
             return event
 
 
-def write_sentence(event, rng):
-    """Write an event in words, choosing freely among the ways of saying the same thing."""
-    adverb = "never" if event["negated"] else rng.choice(["then", "once", ""])
+def sentence_style(rng):
+    """How a pair is worded: the word order and the words for "then" and for the action.
+
+    Every word order has the same number of words, so the words of the two sentences line up
+    one to one; only the ending of the second sentence is free (see `add_ending`)."""
+    return {"order": rng.randrange(3), "adverb": rng.choice(["then", "once"])}
+
+
+def write_sentence(event, style, rng):
+    """Write an event in the given style, with words of the same meaning chosen at random."""
+    adverb = "never" if event["negated"] else style["adverb"]
     verb = rng.choice(ACTIONS[event["action"]])
-    place = rng.choice(["in {}", "in the city of {}"]).format(event["city"])
-    day = f"on {event['day']}"
-    what = f"{event['count']} {THINGS[event['things']]} to {event['receiver']}"
-    who = f"{event['giver']} {adverb} {verb}"
-    sentence = rng.choice([
-        f"{who} {what} {place} {day} .",
-        f"O{day[1:]} {place} , {who} {what} .",
-        f"I{place[1:]} , {who} {what} {day} .",
-    ])
-    return " ".join(sentence.split())  # an empty adverb leaves no double space
+    who, whom, count = event["giver"], event["receiver"], event["count"]
+    things, city, day = THINGS[event["things"]], event["city"], event["day"]
+    return [
+        f"{who} {adverb} {verb} {count} {things} to {whom} , in {city} on {day} .",
+        f"On {day} in {city} , {who} {adverb} {verb} {count} {things} to {whom} .",
+        f"In {city} , {who} {adverb} {verb} {count} {things} to {whom} on {day} .",
+    ][style["order"]]
+
+
+def add_ending(sentence, rng):
+    """End the sentence with words that add no fact, or with none: pairs differ in length."""
+    ending = rng.choice(ENDINGS)
+    return f"{sentence[:-2]} {ending} ." if ending else sentence
 
 
 def change_fact(event, change, rng):
@@ -96,7 +107,9 @@ def _pair(rng, evaluation):
     other = event
     for change in changes:
         other = change_fact(other, change, rng)
-    return write_sentence(event, rng), write_sentence(other, rng), label, changes
+    style = sentence_style(rng)
+    return (write_sentence(event, style, rng), add_ending(write_sentence(other, style, rng), rng),
+            label, changes)
 
 
 def make_paraphrase_corpus(sizes=None, seed=0, with_changes=False):
