@@ -1,12 +1,17 @@
 """A generated sentence-pair corpus shaped like GLUE MRPC, so the course runs offline.
 
-Each pair describes an event twice. A paraphrase keeps the meaning and changes the wording:
-words of the same meaning ("gave" / "handed over"), optional words ("then"), another word order
-("On Monday in Delft , Anna ..."): label 1. A non-paraphrase is written the same way but changes
-one or two facts: a negation ("never"), swapped roles, another number, another place or another
-day: label 0. About 68% of the pairs are paraphrases, as in MRPC. No single word and no length
-tells the label: the model has to compare the two sentences. Like MRPC's, the sentences differ in
-length (from 11 to 19 words), so batches are padded.
+Each pair describes an event twice. A paraphrase keeps the meaning and changes words for others
+of the same meaning ("gave" / "handed"), and may add an ending that adds no fact ("as planned"):
+label 1. A non-paraphrase is written the same way but changes one or two facts: a negation
+("never"), swapped roles, another number, another place or another day: label 0. About 68% of
+the pairs are paraphrases, as in MRPC. No single word and no length tells the label: the model
+has to compare the two sentences. Like MRPC's, pairs differ in length (26 to 30 words), so
+batches are padded.
+
+Why the words line up: a small BERT learns within a few hundred steps to compare two sentences
+whose words line up one to one; facts that moved to another place take it far longer. So the
+first sentence always has 13 words, both sentences use the same word order (one of three), and
+only the second sentence's ending is free.
 
 Evaluation pairs are new events: every event pairs an action with a kind of thing, and the
 pairs in `EVALUATION_COMBINATIONS` occur only in the validation and test splits. Training
