@@ -1,62 +1,92 @@
 """A generated sentence-pair corpus shaped like GLUE MRPC, so the course runs offline.
 
-Each pair describes an event twice. A paraphrase keeps the meaning and changes words for
-others of the same meaning ("gave" / "handed", "then" / "once"): label 1. A non-paraphrase
-looks just as similar but changes two or three facts: a negation ("never"), swapped roles,
-another number, another place or another day: label 0. About 68% of the pairs are
-paraphrases, as in MRPC. No single word tells the label: the model has to compare the two
-sentences.
+Each pair describes an event twice. A paraphrase keeps the meaning and changes words for others
+of the same meaning ("gave" / "handed"), and may add an ending that adds no fact ("as planned"):
+label 1. A non-paraphrase is written the same way but changes one or two facts: a negation
+("never"), swapped roles, another number, another place or another day: label 0. About 68% of
+the pairs are paraphrases, as in MRPC. No single word and no length tells the label: the model
+has to compare the two sentences. Like MRPC's, pairs differ in length (26 to 30 words), so
+batches are padded.
 
-Why it is built this way: a small BERT trained from scratch learns, within a few hundred
-steps, to compare two sentences whose words line up; matching facts that moved to another
-place takes it far longer (pre-trained models learn that from much more text). So both
-sentences of a pair use the same word order and the same number of words.
+Why the words line up: a small BERT learns within a few hundred steps to compare two sentences
+whose words line up one to one; facts that moved to another place take it far longer. So the
+first sentence always has 13 words, both sentences use the same word order (one of three), and
+only the second sentence's ending is free.
+
+Evaluation pairs are new events: every event pairs an action with a kind of thing, and the
+pairs in `EVALUATION_COMBINATIONS` occur only in the validation and test splits. Training
+pairs, and the pre-training text of `helpers.pretraining`, never use them, so no validation or
+test sentence can occur in either (tests/test_pretraining.py checks).
 """
 import random
 
 from datasets import Dataset, DatasetDict
 
 DEFAULT_SIZES = {"train": 6000, "validation": 500, "test": 500}
+EVALUATION_SPLITS = ("validation", "test")
 
-# Small sets per slot: the model must learn to compare slots across the two sentences.
 PEOPLE = "Anna Budi Carla Dewi Emma Fajar Gita Hugo".split()
 CITIES = "Jakarta Utrecht Bandung Leiden Surabaya Delft Medan Groningen".split()
 THINGS = "books letters laptops bicycles paintings tickets boxes lamps".split()
 DAYS = "Monday Tuesday Wednesday Thursday Friday Saturday Sunday".split()
-# Each action: two verbs of the same meaning.
+# Each action: ways of writing it with the same meaning, some of them two words long.
 ACTIONS = [("gave", "handed"), ("sent", "mailed"), ("sold", "traded"), ("showed", "presented"),
            ("lent", "loaned"), ("delivered", "brought"), ("offered", "proposed")]
+ENDINGS = ["", "", "as planned", "that week", "as they had agreed", "after a short talk"]
+# (action, thing) pairs seen only in evaluation: a quarter of all, every word still in training
+EVALUATION_COMBINATIONS = frozenset(
+    (action, thing) for action in range(len(ACTIONS)) for thing in range(len(THINGS))
+    if (action + thing) % 4 == 0)
 POSITIVE_SHARE = 0.68  # as in MRPC
-TEMPLATES = 2
 CHANGES = ("negation", "swapped_roles", "number", "city", "day")
 
 
-def _event(rng):
-    giver, receiver = rng.sample(PEOPLE, 2)
-    return {
-        "giver": giver, "receiver": receiver, "action": rng.choice(ACTIONS),
-        "count": rng.randint(2, 9), "things": rng.choice(THINGS),
-        "city": rng.choice(CITIES), "day": rng.choice(DAYS), "negated": rng.random() < 0.3,
-    }
+def is_evaluation_event(event):
+    """True for the events that only the validation and test splits may use."""
+    return (event["action"], event["things"]) in EVALUATION_COMBINATIONS
 
 
-def _sentence(event, template, rng):
-    """Write an event in the given word order, with words of the same meaning chosen at random.
-
-    Every sentence has the same number of words, so the two sentences of a pair line up.
-    """
-    adverb = "never" if event["negated"] else rng.choice(["then", "once"])
-    verb = rng.choice(event["action"])
-    who, whom, count, things = event["giver"], event["receiver"], event["count"], event["things"]
-    city, day = event["city"], event["day"]
-    templates = [
-        f"{who} {adverb} {verb} {whom} {count} {things} in {city} on {day} .",
-        f"On {day} in {city} {who} {adverb} {verb} {whom} {count} {things} .",
-    ]
-    return templates[template]
+def random_event(rng, evaluation=False):
+    """A random event: from the evaluation combinations, or (evaluation=False) from the others."""
+    while True:
+        event = {
+            "giver": None, "receiver": None, "action": rng.randrange(len(ACTIONS)),
+            "count": rng.randint(2, 9), "things": rng.randrange(len(THINGS)),
+            "city": rng.choice(CITIES), "day": rng.choice(DAYS), "negated": rng.random() < 0.3,
+        }
+        if is_evaluation_event(event) == evaluation:
+            event["giver"], event["receiver"] = rng.sample(PEOPLE, 2)
+            return event
 
 
-def _changed(event, change, rng):
+def sentence_style(rng):
+    """How a pair is worded: the word order and the words for "then" and for the action.
+
+    Every word order has the same number of words, so the words of the two sentences line up
+    one to one; only the ending of the second sentence is free (see `add_ending`)."""
+    return {"order": rng.randrange(3), "adverb": rng.choice(["then", "once"])}
+
+
+def write_sentence(event, style, rng):
+    """Write an event in the given style, with words of the same meaning chosen at random."""
+    adverb = "never" if event["negated"] else style["adverb"]
+    verb = rng.choice(ACTIONS[event["action"]])
+    who, whom, count = event["giver"], event["receiver"], event["count"]
+    things, city, day = THINGS[event["things"]], event["city"], event["day"]
+    return [
+        f"{who} {adverb} {verb} {count} {things} to {whom} , in {city} on {day} .",
+        f"On {day} in {city} , {who} {adverb} {verb} {count} {things} to {whom} .",
+        f"In {city} , {who} {adverb} {verb} {count} {things} to {whom} on {day} .",
+    ][style["order"]]
+
+
+def add_ending(sentence, rng):
+    """End the sentence with words that add no fact, or with none: pairs differ in length."""
+    ending = rng.choice(ENDINGS)
+    return f"{sentence[:-2]} {ending} ." if ending else sentence
+
+
+def change_fact(event, change, rng):
     """The same event with one fact changed, so the meaning is different."""
     changed = dict(event)
     if change == "negation":
@@ -69,36 +99,43 @@ def _changed(event, change, rng):
         changed["city"] = rng.choice([c for c in CITIES if c != event["city"]])
     elif change == "day":
         changed["day"] = rng.choice([d for d in DAYS if d != event["day"]])
+    else:
+        raise ValueError(f"change_fact(change={change!r}): use one of {CHANGES}")
     return changed
 
 
-def _pair(rng):
-    event = _event(rng)
+def _pair(rng, evaluation):
+    """(sentence1, sentence2, label, changes): changes names the facts a non-paraphrase changed."""
+    event = random_event(rng, evaluation)
     label = int(rng.random() < POSITIVE_SHARE)
+    changes = () if label else tuple(rng.sample(CHANGES, rng.choice([1, 2])))
     other = event
-    if not label:
-        changes = rng.choice([2, 3])
-        for change in rng.sample(CHANGES, changes):
-            other = _changed(other, change, rng)
-    template = rng.randrange(TEMPLATES)
-    return _sentence(event, template, rng), _sentence(other, template, rng), label
+    for change in changes:
+        other = change_fact(other, change, rng)
+    style = sentence_style(rng)
+    return (write_sentence(event, style, rng), add_ending(write_sentence(other, style, rng), rng),
+            label, changes)
 
 
-def make_paraphrase_corpus(sizes=None, seed=0):
+def make_paraphrase_corpus(sizes=None, seed=0, with_changes=False):
     """Build the corpus as a DatasetDict with MRPC's columns: sentence1, sentence2, label, idx.
 
-    The same `seed` and `sizes` always give the same data.
+    The same `seed` and `sizes` always give the same data. The validation and test splits hold
+    new events only (see the module's docstring). with_changes=True adds a column `changes`:
+    the facts a non-paraphrase changed, e.g. "city+negation" ("" for a paraphrase).
     """
     sizes = {**DEFAULT_SIZES, **(sizes or {})}
     for split, size in sizes.items():
         if not isinstance(size, int) or size < 1:
             raise ValueError(f"sizes[{split!r}] must be a whole number >= 1, got {size!r}")
-    rng = random.Random(seed)
     splits = {}
     for split, size in sizes.items():
-        sentence1, sentence2, labels = zip(*(_pair(rng) for _ in range(size)))
-        splits[split] = Dataset.from_dict({
-            "sentence1": list(sentence1), "sentence2": list(sentence2),
-            "label": list(labels), "idx": list(range(size)),
-        })
+        rng = random.Random(f"{seed}-{split}")  # each split its own stream: sizes do not interact
+        sentence1, sentence2, labels, changes = zip(*(_pair(rng, split in EVALUATION_SPLITS)
+                                                      for _ in range(size)))
+        columns = {"sentence1": list(sentence1), "sentence2": list(sentence2),
+                   "label": list(labels), "idx": list(range(size))}
+        if with_changes:
+            columns["changes"] = ["+".join(sorted(c)) for c in changes]
+        splits[split] = Dataset.from_dict(columns)
     return DatasetDict(splits)

@@ -1,8 +1,10 @@
 """The tokenizer and the sequence classifier: a small offline default, or any hub id or folder.
 
-The default is a small BERT built from a config, with a WordPiece tokenizer trained on the
-generated corpus. Both are saved with `save_pretrained` into a cache folder the first time, and
-then loaded from it with the same `from_pretrained` code that loads `distilbert-base-cased`.
+The default is a small BERT with a WordPiece tokenizer, both trained on generated text (see
+`helpers.pretraining`). They are built the first time they are needed (the pre-training takes a
+few minutes), saved with `save_pretrained` into a cache folder, and then loaded from it with the
+same `from_pretrained` code that loads `distilbert-base-cased`: the pre-trained encoder, and a new
+classification head.
 """
 import functools
 import os
@@ -12,14 +14,13 @@ from pathlib import Path
 
 import torch
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
-from transformers import (AutoModelForSequenceClassification, AutoTokenizer, BertConfig,
-                          BertForSequenceClassification, PreTrainedTokenizerFast)
+from transformers import AutoModelForSequenceClassification, AutoTokenizer, PreTrainedTokenizerFast
 
 from .checks import require_positive_int
-from .corpus import make_paraphrase_corpus
+from .pretraining import SETTINGS, make_pretraining_pairs, pretrain
 
 # Bump when the default tokenizer or model changes, so old caches are not used.
-DEFAULT_VERSION = "v10"
+DEFAULT_VERSION = "v11"
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 DEFAULT_CONFIG = dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=8,
                       intermediate_size=512, max_position_embeddings=64)
@@ -52,12 +53,12 @@ def _build_once(folder, build):
 
 
 def _train_tokenizer(folder):
-    corpus = make_paraphrase_corpus()["train"]
+    text = make_pretraining_pairs(SETTINGS["pairs"], SETTINGS["seed"])
     tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tokenizer.normalizer = normalizers.BertNormalizer(lowercase=False)
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tokenizer.train_from_iterator(
-        list(corpus["sentence1"]) + list(corpus["sentence2"]),
+        [sentence for a, b, _ in text for sentence in (a, b)],
         trainers.WordPieceTrainer(vocab_size=1000, special_tokens=SPECIAL_TOKENS),
     )
     cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
@@ -74,10 +75,8 @@ def _train_tokenizer(folder):
 
 def _build_model(folder):
     tokenizer = load_tokenizer()
-    config = BertConfig(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
-                        num_labels=2, **DEFAULT_CONFIG)
-    torch.manual_seed(0)  # the same starting weights on every machine
-    BertForSequenceClassification(config).save_pretrained(folder)
+    config = dict(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id, **DEFAULT_CONFIG)
+    pretrain(folder, tokenizer, config, **SETTINGS)
 
 
 def _from_pretrained(load, what, name):
@@ -99,19 +98,23 @@ def load_tokenizer(name=None):
     return _from_pretrained(AutoTokenizer.from_pretrained, "load_tokenizer", name)
 
 
-def load_model(name=None, num_labels=2, **config_changes):
+def load_model(name=None, num_labels=2, seed=0, **config_changes):
     """A sequence classifier for `name` (a hub id or a save_pretrained folder); None: the offline default.
 
+    Weights the folder lacks (the new classification head) start from `seed`: every call gives
+    the same model, and the caller's random numbers are left as they were.
     `config_changes` override config values, e.g. hidden_dropout_prob=0.0 to switch dropout off.
     """
     require_positive_int("num_labels", num_labels)
     if name is None:
         name = str(_build_once(cache_dir() / "model", _build_model))
-    model = _from_pretrained(
-        functools.partial(AutoModelForSequenceClassification.from_pretrained,
-                          num_labels=num_labels, **config_changes),
-        "load_model", name,
-    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = _from_pretrained(
+            functools.partial(AutoModelForSequenceClassification.from_pretrained,
+                              num_labels=num_labels, **config_changes),
+            "load_model", name,
+        )
     return count_loss_per_example(model)
 
 

@@ -1,19 +1,49 @@
-"""Pictures of training: loss and learning rate per optimizer step."""
+"""Pictures of training: loss, validation accuracy and learning rate."""
 import matplotlib.pyplot as plt
+import numpy as np
 
 
-def plot_history(histories, title="Training"):
-    """Plot loss and learning rate per optimizer step; `histories` maps a label to a History."""
+def running_mean(values, window):
+    """The mean of each value and the up to `window - 1` values before it (a smooth curve)."""
+    values = np.asarray(values, dtype=float)
+    sums = np.cumsum(np.insert(values, 0, 0.0))
+    starts = np.maximum(np.arange(1, len(values) + 1) - window, 0)
+    return (sums[1:] - sums[starts]) / (np.arange(1, len(values) + 1) - starts)
+
+
+def plot_history(histories, title="Training", validation_accuracy=None):
+    """Plot what training did; `histories` maps a label to a History (or is one History).
+
+    Panels: the training loss per optimizer step (faint) with its running mean (a step's loss
+    is noisy: it comes from a few examples); with `validation_accuracy`, the accuracy on the
+    validation split before training and after every epoch (a list, or a dict with the same
+    labels as `histories`); and the learning rate per optimizer step.
+    """
     if not isinstance(histories, dict):
         histories = {"training": histories}
-    figure, (loss_axis, lr_axis) = plt.subplots(1, 2, figsize=(10, 3.5))
-    for label, history in histories.items():
-        steps = range(1, history.optimizer_steps + 1)
-        loss_axis.plot(steps, history.loss, label=label)
-        lr_axis.plot(steps, history.learning_rate, label=label)
-    loss_axis.set(title="Training loss", xlabel="optimizer step", ylabel="loss")
-    lr_axis.set(title="Learning rate", xlabel="optimizer step", ylabel="learning rate")
-    for axis in (loss_axis, lr_axis):
+    if validation_accuracy is not None and not isinstance(validation_accuracy, dict):
+        validation_accuracy = {label: validation_accuracy for label in histories}
+    panels = 3 if validation_accuracy else 2
+    figure, axes = plt.subplots(1, panels, figsize=(4.5 * panels, 3.5))
+    loss_axis, lr_axis = axes[0], axes[-1]
+    for index, (label, history) in enumerate(histories.items()):
+        color = f"C{index}"
+        steps = np.arange(1, history.optimizer_steps + 1)
+        window = max(1, history.optimizer_steps // 10)
+        loss_axis.plot(steps, history.loss, color=color, alpha=0.3, linewidth=1)
+        loss_axis.plot(steps, running_mean(history.loss, window), color=color,
+                       label=f"{label} (mean of {window} steps)")
+        lr_axis.plot(steps, history.learning_rate, color=color, label=label)
+        if validation_accuracy and label in validation_accuracy:
+            accuracy = validation_accuracy[label]
+            axes[1].plot(range(len(accuracy)), accuracy, color=color, marker="o", label=label)
+    loss_axis.set(title="Training loss", xlabel="optimizer step", ylabel="loss", ylim=(0, None))
+    lr_axis.set(title="Learning rate", xlabel="optimizer step", ylabel="learning rate", ylim=(0, None))
+    if validation_accuracy:
+        epochs = max(len(accuracy) for accuracy in validation_accuracy.values()) - 1
+        axes[1].set(title="Validation accuracy", xlabel="epoch (0: before training)", ylabel="accuracy",
+                    ylim=(0, 1), xticks=range(epochs + 1))
+    for axis in axes:
         axis.grid(alpha=0.3)
         axis.legend()
     figure.suptitle(title)

@@ -30,6 +30,18 @@ def test_corpus_is_not_a_keyword_lookup():
     assert telling == [], f"words that appear with one label only: {telling}"
 
 
+def test_pairs_differ_in_length_so_batches_are_padded(small_data, tokenizer):
+    """As in MRPC, pairs differ in length, so dynamic padding really pads, also in the small data
+    that the exactness tests (test_equivalence.py) train on; and length does not tell the label."""
+    data = helpers.make_paraphrase_corpus({"train": 500})["train"]
+    for label in (0, 1):
+        lengths = {len(a.split()) + len(b.split())
+                   for a, b, l in zip(data["sentence1"], data["sentence2"], data["label"]) if l == label}
+        assert len(lengths) >= 3, f"pairs of label {label} have the lengths {sorted(lengths)}"
+    for batch in helpers.make_dataloader(small_data["train"], tokenizer, batch_size=12):
+        assert (batch["attention_mask"] == 0).any(), "every batch of 12 holds padding"
+
+
 def test_paraphrases_keep_the_facts_and_non_paraphrases_change_them():
     train = helpers.make_paraphrase_corpus({"train": 300})["train"]
     numbers = lambda s: sorted(w for w in s.split() if w.isdigit())
@@ -38,6 +50,15 @@ def test_paraphrases_keep_the_facts_and_non_paraphrases_change_them():
             assert numbers(row["sentence1"]) == numbers(row["sentence2"]), row
     changed = [row for row in train if row["label"] == 0]
     assert sum(row["sentence1"] != row["sentence2"] for row in changed) == len(changed)
+
+
+def test_changes_column_names_what_a_non_paraphrase_changed():
+    data = helpers.make_paraphrase_corpus({"train": 300}, with_changes=True)["train"]
+    for row in data:
+        changes = row["changes"].split("+") if row["changes"] else []
+        assert (row["label"] == 1) == (changes == []), row
+        assert set(changes) <= set(helpers.corpus.CHANGES) and len(changes) <= 2, row
+    assert "changes" not in helpers.make_paraphrase_corpus({"train": 5})["train"].column_names
 
 
 def test_load_data_reads_a_save_to_disk_folder(tmp_path):

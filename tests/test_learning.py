@@ -1,23 +1,57 @@
-"""The default data and model make a real learning problem, learnable in CPU minutes."""
+"""The pre-trained default model learns the task within a lesson's budget, every kind of change."""
+import pytest
 import torch
 
 import helpers
-from course.compare import FAST
+from helpers.corpus import CHANGES
+
+# Lesson 1's default parameters (solutions/01_basic_loop): what a student's run trains on
+LESSON = dict(sizes={"train": 256, "validation": 300, "test": 8}, batch_size=16, epochs=2, learning_rate=5e-4)
 
 
-def test_fast_settings_reach_85_percent_validation_accuracy(tokenizer):
+@pytest.fixture(scope="module")
+def lesson_run(tokenizer):
+    """Fine-tune as lesson 1 does; return accuracy before and after, and the predictions."""
     with helpers.quiet():
-        data = helpers.tokenize_data(helpers.load_data(sizes=FAST["sizes"]), tokenizer)
-        torch.manual_seed(0)
+        data = helpers.load_data(sizes=LESSON["sizes"])
+        changes = helpers.make_paraphrase_corpus(LESSON["sizes"], with_changes=True)["validation"]["changes"]
+        tokenized = helpers.tokenize_data(data, tokenizer)
         model = helpers.load_model()
-    loader = helpers.make_dataloader(data["train"], tokenizer, FAST["batch_size"], shuffle=True)
-    validation = helpers.make_dataloader(data["validation"], tokenizer, 128)
+    torch.manual_seed(0)
+    loader = helpers.make_dataloader(tokenized["train"], tokenizer, LESSON["batch_size"], shuffle=True)
+    validation = helpers.make_dataloader(tokenized["validation"], tokenizer, 100)
     before = helpers.evaluate(model, validation)["accuracy"]
-    helpers.train_pytorch(model, loader, epochs=FAST["epochs"], learning_rate=FAST["learning_rate"],
-                          progress=False)
+    helpers.train_pytorch(model, loader, epochs=LESSON["epochs"], learning_rate=LESSON["learning_rate"],
+                          device="cpu", progress=False)
     after = helpers.evaluate(model, validation)["accuracy"]
-    labels = list(data["validation"].with_format(None)["labels"])
-    share_of_paraphrases = sum(labels) / len(labels)
-    print(f"validation accuracy: {before:.3f} before training, {after:.3f} after")
+    model.eval()
+    with torch.no_grad():
+        predictions = torch.cat([model(**batch).logits.argmax(-1) for batch in validation]).tolist()
+    labels = list(tokenized["validation"].with_format(None)["labels"])
+    return before, after, predictions, labels, changes
+
+
+NOT_YET = ("issue 9, open: after 1200 pre-training steps the encoder catches negations (0.97) but few "
+           "changed cities, numbers or roles (0.23-0.38); lesson 1 ends near 0.80 and starts near 0.82")
+
+
+@pytest.mark.xfail(strict=True, reason=NOT_YET)
+def test_a_lessons_run_reaches_85_percent_validation_accuracy(lesson_run):
+    before, after, _, labels, _ = lesson_run
+    majority = max(sum(labels), len(labels) - sum(labels)) / len(labels)
+    print(f"validation accuracy: {before:.3f} before training, {after:.3f} after (majority class {majority:.3f})")
+    assert before < majority + 0.05, "before training the new head knows nothing of the task"
     assert after >= 0.85, f"validation accuracy {after:.3f} after training (before: {before:.3f})"
-    assert after > share_of_paraphrases + 0.1, "better than always answering 'paraphrase'"
+
+
+@pytest.mark.xfail(strict=True, reason=NOT_YET)
+def test_every_kind_of_change_is_mostly_caught(lesson_run):
+    """Not one easy kind of change carrying the accuracy: each is caught in most pairs."""
+    _, _, predictions, labels, changes = lesson_run
+    right = {kind: [] for kind in ("paraphrase", *CHANGES)}
+    for prediction, label, changed in zip(predictions, labels, changes):
+        for kind in changed.split("+") if changed else ["paraphrase"]:
+            right[kind].append(prediction == label)
+    shares = {kind: sum(hits) / len(hits) for kind, hits in right.items()}
+    print("right per kind of pair:", {kind: f"{share:.2f} of {len(right[kind])}" for kind, share in shares.items()})
+    assert all(share >= 0.6 for share in shares.values()), shares

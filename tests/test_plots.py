@@ -1,0 +1,33 @@
+"""The lessons' plots: loss with its running mean, validation accuracy beside it, learning rate."""
+import numpy as np
+import pytest
+
+import helpers
+from helpers.plots import running_mean
+
+
+def test_running_mean_averages_the_last_values():
+    assert list(running_mean([1, 3, 5, 7], 2)) == [1, 2, 4, 6]
+    assert list(running_mean([4, 0, 2], 10)) == pytest.approx([4, 2, 2])
+
+
+def test_plot_history_shows_accuracy_beside_the_loss():
+    history = helpers.History(loss=list(np.linspace(0.7, 0.1, 30) + 0.1 * np.tile([1, -1], 15)),
+                              learning_rate=[1e-3] * 30)
+    figure = helpers.plot_history({"basic loop": history}, validation_accuracy=[0.32, 0.8, 0.9])
+    loss_axis, accuracy_axis, lr_axis = figure.axes
+    assert accuracy_axis.get_title() == "Validation accuracy"
+    assert list(accuracy_axis.lines[0].get_xdata()) == [0, 1, 2], "epoch 0 is before training"
+    assert list(accuracy_axis.lines[0].get_ydata()) == [0.32, 0.8, 0.9]
+    assert accuracy_axis.get_ylim() == (0, 1)
+    raw, smooth = loss_axis.lines
+    assert list(raw.get_ydata()) == history.loss
+    assert np.allclose(smooth.get_ydata(), running_mean(history.loss, 3)), "a mean over a tenth of the steps"
+    assert np.ptp(smooth.get_ydata()[3:] - np.linspace(0.7, 0.1, 30)[3:]) < 0.1, "smooth: the noise averages out"
+    assert loss_axis.get_ylim()[0] == 0 and lr_axis.get_ylim()[0] == 0, "axes start at 0"
+
+
+def test_accuracy_of_some_paths_only():
+    histories = {"accumulation": helpers.History([0.5, 0.4], [1e-3, 0.0]), "large batch": helpers.History([0.5, 0.4], [1e-3, 0.0])}
+    figure = helpers.plot_history(histories, validation_accuracy={"accumulation": [0.3, 0.9]})
+    assert len(figure.axes[1].lines) == 1
