@@ -54,6 +54,35 @@ for index, batch in enumerate(dataloader):
         lr_scheduler.step()
         optimizer.zero_grad()
 ''',
+    "accelerator_local_sgd": '''\
+accelerator = Accelerator(device_placement=True)
+model, optimizer, dataloader, lr_scheduler = accelerator.prepare(
+    model, optimizer, dataloader, lr_scheduler)
+with LocalSGD(accelerator=accelerator, model=model, local_sgd_steps=8) as local_sgd:
+    for batch in dataloader:
+        optimizer.zero_grad()
+        outputs = model(**batch)
+        loss = outputs.loss
+        accelerator.backward(loss)
+        optimizer.step()
+        lr_scheduler.step()
+        local_sgd.step()
+''',
+    "accelerator_checkpointing": '''\
+accelerator = Accelerator(device_placement=True)
+model, optimizer, dataloader, lr_scheduler = accelerator.prepare(
+    model, optimizer, dataloader, lr_scheduler)
+accelerator.load_state("checkpoint")          # only when resuming
+dataloader = accelerator.skip_first_batches(dataloader, done_in_epoch)
+for batch in dataloader:
+    optimizer.zero_grad()
+    outputs = model(**batch)
+    loss = outputs.loss
+    accelerator.backward(loss)
+    optimizer.step()
+    lr_scheduler.step()
+    accelerator.save_state("checkpoint")      # every few steps
+''',
 }
 
 
