@@ -23,7 +23,8 @@ OPTIMIZERS = ("adamw", "adafactor", "adamw_8bit")
 def eight_bit_unavailable():
     """None when bitsandbytes' AdamW8bit can train here; else the reason, in words."""
     try:
-        import bitsandbytes  # noqa: F401
+        with quiet():  # its import logs about optional 4-bit CPU kernels we do not use
+            import bitsandbytes  # noqa: F401
     except ImportError:
         return "bitsandbytes is not installed"
     try:

@@ -121,3 +121,42 @@ class StopAfterSteps(TrainerCallback):
         if state.global_step >= self.steps:
             control.should_training_stop = True
         return control
+
+
+def measure_resume(tokenized_train, tokenizer, folder, *, model_name=None, batch_size=8, epochs=2, stop_after=10,
+                   save_every=5, learning_rate=5e-4):
+    """Train once without a break, and twice interrupted after `stop_after` steps and resumed from the
+    last checkpoint (saved every `save_every` steps): with and without skip_first_batches.
+
+    Returns (rows, checkpoint): a row per run (its name, optimizer steps, loss per step, and the
+    largest weight difference to the uninterrupted run) and {file: bytes} of the checkpoint.
+    """
+    from .data import make_dataloader
+    from .exercises import fresh_accelerator_state, parameter_difference, parameters_of
+    from .modeling import load_model
+    from .quiet import quiet
+
+    def run(checkpoint_dir, **options):
+        fresh_accelerator_state()
+        torch.manual_seed(0)
+        with quiet():
+            model = load_model(model_name)
+        loader = make_dataloader(tokenized_train, tokenizer, batch_size, shuffle=True)
+        history, _ = train_resumable(model, loader, checkpoint_dir=checkpoint_dir, epochs=epochs,
+                                     learning_rate=learning_rate, progress=False, **options)
+        return parameters_of(model), history
+
+    folder = Path(folder)
+    whole, whole_history = run(folder / "uninterrupted")
+    rows = [{"run": "uninterrupted", "optimizer_steps": whole_history.optimizer_steps,
+             "loss": whole_history.loss, "max_weight_difference": 0.0}]
+    for name, options in (("resumed", {}), ("resumed without skip_first_batches", {"skip_batches": False})):
+        checkpoint_dir = folder / name.replace(" ", "_")
+        _, before = run(checkpoint_dir, save_every=save_every, stop_after=stop_after)
+        saved_steps = stop_after - stop_after % save_every  # the run goes on from its last checkpoint
+        torch.manual_seed(1)  # as in a new process: another global random state
+        parameters, after = run(checkpoint_dir, resume=True, **options)
+        rows.append({"run": name, "optimizer_steps": saved_steps + after.optimizer_steps,
+                     "loss": before.loss[:saved_steps] + after.loss,
+                     "max_weight_difference": parameter_difference(whole, parameters)})
+    return rows, checkpoint_bytes(folder / "resumed")
