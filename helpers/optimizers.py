@@ -7,6 +7,8 @@ moment; bitsandbytes' AdamW8bit keeps both moments in 8 bits, in blocks with a f
 The bytes are measured from the optimizer's own state (`optimizer_state_bytes`), not computed.
 """
 import functools
+import subprocess
+import sys
 
 import torch
 from transformers.optimization import Adafactor
@@ -21,21 +23,25 @@ OPTIMIZERS = ("adamw", "adafactor", "adamw_8bit")
 
 @functools.lru_cache(maxsize=1)
 def eight_bit_unavailable():
-    """None when bitsandbytes' AdamW8bit can train here; else the reason, in words."""
-    try:
-        with quiet():  # its import logs about optional 4-bit CPU kernels we do not use
-            import bitsandbytes  # noqa: F401
-    except ImportError:
-        return "bitsandbytes is not installed"
-    try:
-        with quiet():
-            probe = torch.nn.Linear(64, 64)
-            optimizer = make_optimizer("adamw_8bit", probe.parameters(), learning_rate=1e-3)
-            probe(torch.ones(2, 64)).sum().backward()
-            optimizer.step()
-    except Exception as error:  # bitsandbytes raises many kinds where its kernels are missing
-        return f"bitsandbytes' AdamW8bit does not run on this machine ({type(error).__name__}: {error})"
-    return None
+    """None when bitsandbytes' AdamW8bit can train here; else the reason, in words.
+
+    The probe runs in a child process: once a process has imported bitsandbytes, accelerate's
+    notebook_launcher (helpers.run_on_processes) refuses to start processes from it.
+    """
+    probe = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True)
+    if probe.returncode == 0:
+        return None
+    lines = probe.stderr.strip().splitlines() or ["no output"]
+    return f"bitsandbytes' AdamW8bit does not run on this machine ({lines[-1]})"
+
+
+_PROBE = """
+import torch, bitsandbytes
+layer = torch.nn.Linear(64, 64)
+optimizer = bitsandbytes.optim.AdamW8bit(layer.parameters(), lr=1e-3)
+layer(torch.ones(2, 64)).sum().backward()
+optimizer.step()
+"""
 
 
 def make_optimizer(name, parameters, learning_rate=5e-4, weight_decay=0.0):
@@ -50,7 +56,8 @@ def make_optimizer(name, parameters, learning_rate=5e-4, weight_decay=0.0):
         return Adafactor(parameters, lr=learning_rate, weight_decay=weight_decay,
                          relative_step=False, scale_parameter=False, warmup_init=False)
     if name == "adamw_8bit":
-        import bitsandbytes
+        with quiet():  # its import logs about optional 4-bit CPU kernels we do not use
+            import bitsandbytes
         return bitsandbytes.optim.AdamW8bit(parameters, lr=learning_rate, weight_decay=weight_decay)
     raise ValueError(f"make_optimizer(name={name!r}): use one of {OPTIMIZERS}")
 
@@ -78,7 +85,8 @@ def compare_optimizers(tokenized_train, tokenizer, *, names=OPTIMIZERS, batch_si
     """Train the same model (same start, same batches) with each optimizer; one row per optimizer.
 
     A row holds plain numbers: state bytes, bytes per parameter, seconds, the loss per step.
-    Optimizers that cannot run here (8-bit AdamW without its kernels) are left out.
+    Optimizers that cannot run here (8-bit AdamW without its kernels) are left out. With
+    "adamw_8bit" this process imports bitsandbytes, and can no longer use helpers.run_on_processes.
     """
     learning_rates = {"adamw": 5e-4, "adafactor": 5e-4, "adamw_8bit": 5e-4, **(learning_rates or {})}
     rows = []
