@@ -87,7 +87,8 @@ def _train_with_trainer(model, tokenizer, data, args):
                            gradient_accumulation_steps=args.gradient_accumulation_steps,
                            use_cpu=args.cpu, seed=args.seed, eval_strategy="no", logging_strategy="no")
     trainer.remove_callback(PrinterCallback)
-    trainer.remove_callback(ProgressCallback) if int(os.environ.get("RANK", "0")) else None
+    if int(os.environ.get("RANK", "0")):  # one progress bar, from rank 0
+        trainer.remove_callback(ProgressCallback)
     trainer.train()
     return trainer.model
 
