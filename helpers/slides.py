@@ -9,6 +9,7 @@ import inspect
 import textwrap
 
 from accelerate import Accelerator
+from accelerate.local_sgd import LocalSGD
 
 
 def pytorch(model, optimizer, lr_scheduler, dataloader, device):
@@ -62,7 +63,40 @@ def accelerator_accumulation(model, optimizer, lr_scheduler, dataloader):
             optimizer.zero_grad()
 
 
-LOOPS = {loop.__name__: loop for loop in (pytorch, accelerator, pytorch_accumulation, accelerator_accumulation)}
+def accelerator_local_sgd(model, optimizer, lr_scheduler, dataloader):
+    accelerator = Accelerator(device_placement=True)
+    model, optimizer, dataloader, lr_scheduler = accelerator.prepare(
+        model, optimizer, dataloader, lr_scheduler)
+    with LocalSGD(accelerator=accelerator, model=model, local_sgd_steps=8) as local_sgd:
+        for batch in dataloader:
+            optimizer.zero_grad()
+            outputs = model(**batch)
+            loss = outputs.loss
+            accelerator.backward(loss)
+            optimizer.step()
+            lr_scheduler.step()
+            local_sgd.step()
+
+
+def accelerator_checkpointing(model, optimizer, lr_scheduler, dataloader, checkpoint, done_in_epoch=0):
+    accelerator = Accelerator(device_placement=True)
+    model, optimizer, dataloader, lr_scheduler = accelerator.prepare(
+        model, optimizer, dataloader, lr_scheduler)
+    if done_in_epoch:  # resuming a run that saved its state after that many batches
+        accelerator.load_state(checkpoint)
+        dataloader = accelerator.skip_first_batches(dataloader, done_in_epoch)
+    for batch in dataloader:
+        optimizer.zero_grad()
+        outputs = model(**batch)
+        loss = outputs.loss
+        accelerator.backward(loss)
+        optimizer.step()
+        lr_scheduler.step()
+        accelerator.save_state(checkpoint)  # after every step here; every few hundred in practice
+
+
+LOOPS = {loop.__name__: loop for loop in (pytorch, accelerator, pytorch_accumulation, accelerator_accumulation,
+                                         accelerator_local_sgd, accelerator_checkpointing)}
 
 
 def source(name):

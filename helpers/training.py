@@ -43,14 +43,22 @@ def examples_per_window(num_examples, batch_size, gradient_accumulation_steps):
     return [sum(batch_sizes[i:i + n]) for i in range(0, len(batch_sizes), n)]
 
 
-def make_scheduler(optimizer, num_training_steps):
-    """Linear warm-up over the first 10% of optimizer steps, then linear decay to 0."""
+def make_scheduler(optimizer, num_training_steps, scheduler_steps_per_optimizer_step=1):
+    """Linear warm-up over the first 10% of optimizer steps, then linear decay to 0.
+
+    Accelerate's prepared scheduler steps once per process in every optimizer step: with P
+    processes pass P, so that warm-up and decay still count whole optimizer steps.
+    """
+    k = scheduler_steps_per_optimizer_step
     return get_linear_schedule_with_warmup(
-        optimizer, num_warmup_steps=int(num_training_steps * 0.1), num_training_steps=num_training_steps)
+        optimizer, num_warmup_steps=int(num_training_steps * 0.1) * k, num_training_steps=num_training_steps * k)
 
 
-def _setup(model, dataloader, epochs, learning_rate, gradient_accumulation_steps, optimizer):
-    """Check the arguments; build the optimizer and a schedule counted in optimizer steps."""
+def _setup(model, dataloader, epochs, learning_rate, gradient_accumulation_steps, optimizer, processes=1):
+    """Check the arguments; build the optimizer and a schedule counted in optimizer steps.
+
+    With P processes each optimizer step learns from P batches (one per process).
+    """
     require_positive_int("epochs", epochs)
     require_positive_int("gradient_accumulation_steps", gradient_accumulation_steps)
     if len(dataloader) == 0:
@@ -58,10 +66,12 @@ def _setup(model, dataloader, epochs, learning_rate, gradient_accumulation_steps
     _check_labels(dataloader.dataset, model.config.num_labels)
     if optimizer is None:
         optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
-    total_steps = optimizer_steps_per_epoch(len(dataloader), gradient_accumulation_steps) * epochs
-    windows = examples_per_window(len(dataloader.dataset), dataloader.batch_size, gradient_accumulation_steps)
+    batches_per_process = math.ceil(len(dataloader) / processes)
+    total_steps = optimizer_steps_per_epoch(batches_per_process, gradient_accumulation_steps) * epochs
+    windows = examples_per_window(len(dataloader.dataset), dataloader.batch_size * processes,
+                                  gradient_accumulation_steps)
     assert len(windows) * epochs == total_steps, "a window per optimizer step"
-    return optimizer, make_scheduler(optimizer, total_steps), windows
+    return optimizer, make_scheduler(optimizer, total_steps, processes), windows
 
 
 def _check_labels(dataset, num_labels):
@@ -112,13 +122,13 @@ def train_accelerate(model, dataloader, *, epochs=1, learning_rate=5e-4, gradien
     Works in one process and under a launcher (see `helpers.run_on_processes`).
     Returns the History and the Accelerator (it knows the process index and the device).
     """
-    optimizer, lr_scheduler, windows = _setup(
-        model, dataloader, epochs, learning_rate, gradient_accumulation_steps, optimizer)
+    require_positive_int("gradient_accumulation_steps", gradient_accumulation_steps)
     accelerator = Accelerator(device_placement=True, cpu=cpu,
                               gradient_accumulation_steps=gradient_accumulation_steps)
     processes, n = accelerator.num_processes, gradient_accumulation_steps
-    if processes > 1:  # each process sees 1/processes of every window
-        windows = examples_per_window(len(dataloader.dataset), dataloader.batch_size * processes, n)
+    # each process sees 1/processes of every window
+    optimizer, lr_scheduler, windows = _setup(
+        model, dataloader, epochs, learning_rate, gradient_accumulation_steps, optimizer, processes)
     model, optimizer, dataloader, lr_scheduler = accelerator.prepare(
         model, optimizer, dataloader, lr_scheduler)
     model.train()

@@ -1,8 +1,9 @@
 """The loops the lessons show (helpers.slides) are code that trains, and they agree with each other.
 
-With full accumulation windows, dropout off and SGD, the four slide loops end with the same
-parameters: the plain loop at batch B, the Accelerator loop at B, and both accumulation loops
-at B / 2 with 2 micro-batches per optimizer step.
+With full accumulation windows, dropout off and SGD, every slide loop ends with the parameters of
+the plain loop at batch B: the Accelerator loop at B, both accumulation loops at B / 2 with 2
+micro-batches per optimizer step, local SGD (one process: nothing to average), and the
+checkpointing loop, also when it is interrupted and resumed from its saved state.
 """
 import pytest
 import torch
@@ -12,7 +13,7 @@ from helpers import slides
 
 BATCH = 8
 EXAMPLES = 32  # a multiple of BATCH: every accumulation window is full, as the slides' loop assumes
-LEARNING_RATE = 0.5
+LEARNING_RATE = 0.05  # larger rates amplify float rounding (micro-batches pad to other lengths)
 
 
 @pytest.fixture(scope="module")
@@ -20,17 +21,17 @@ def dataset(small_data):
     return small_data["train"].select(range(EXAMPLES))
 
 
-def trained_with(loop, dataset, tokenizer, batch_size, optimizer_steps, **device):
+def trained_with(loop, dataset, tokenizer, batch_size, optimizer_steps, **arguments):
     with helpers.quiet():
         model = helpers.load_model(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE)
     scheduler = helpers.make_scheduler(optimizer, optimizer_steps)
     loader = helpers.make_dataloader(dataset, tokenizer, batch_size)
-    slides.LOOPS[loop](model, optimizer, scheduler, loader, **device)
+    slides.LOOPS[loop](model, optimizer, scheduler, loader, **arguments)
     return {name: value.detach().clone() for name, value in model.named_parameters()}
 
 
-def test_every_slide_loop_trains_to_the_large_batch_parameters(dataset, tokenizer):
+def test_every_slide_loop_trains_to_the_large_batch_parameters(dataset, tokenizer, tmp_path):
     steps = EXAMPLES // BATCH
     cpu = {"device": torch.device("cpu")}
     expected = trained_with("pytorch", dataset, tokenizer, BATCH, steps, **cpu)
@@ -41,12 +42,25 @@ def test_every_slide_loop_trains_to_the_large_batch_parameters(dataset, tokenize
         "accelerator": trained_with("accelerator", dataset, tokenizer, BATCH, steps),
         "pytorch_accumulation": trained_with("pytorch_accumulation", dataset, tokenizer, BATCH // 2, steps, **cpu),
         "accelerator_accumulation": trained_with("accelerator_accumulation", dataset, tokenizer, BATCH // 2, steps),
+        "accelerator_local_sgd": trained_with("accelerator_local_sgd", dataset, tokenizer, BATCH, steps),
+        "accelerator_checkpointing": trained_with("accelerator_checkpointing", dataset, tokenizer, BATCH, steps,
+                                                  checkpoint=str(tmp_path / "uninterrupted")),
+        "accelerator_checkpointing, resumed": resumed(dataset, tokenizer, steps, tmp_path / "interrupted"),
     }
     for loop, parameters in others.items():
         for name in expected:
             assert torch.allclose(expected[name], parameters[name], rtol=1e-4, atol=1e-6), (
                 f"slides.{loop}: {name} differs from the plain loop at batch {BATCH} by "
                 f"{(expected[name] - parameters[name]).abs().max().item():.2e}")
+
+
+def resumed(dataset, tokenizer, steps, checkpoint, done=2):
+    """The checkpointing loop stopped after `done` batches (it saw only those), then a new process's
+    worth of objects resumed from the saved state: the rest of the epoch."""
+    trained_with("accelerator_checkpointing", dataset.select(range(done * BATCH)), tokenizer, BATCH, steps,
+                 checkpoint=str(checkpoint))
+    return trained_with("accelerator_checkpointing", dataset, tokenizer, BATCH, steps, checkpoint=str(checkpoint),
+                        done_in_epoch=done)
 
 
 def test_source_is_the_body_of_the_function():

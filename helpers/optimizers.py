@@ -1,0 +1,108 @@
+"""Optimizers and what they keep in memory: AdamW, Adafactor and 8-bit AdamW.
+
+Besides the weights and the gradients, an optimizer keeps state for every parameter. AdamW keeps
+two float32 moments (8 bytes per parameter); Adafactor (`transformers.optimization.Adafactor`)
+keeps, for a matrix, only a mean per row and per column of the second moment, and no first
+moment; bitsandbytes' AdamW8bit keeps both moments in 8 bits, in blocks with a float32 scale.
+The bytes are measured from the optimizer's own state (`optimizer_state_bytes`), not computed.
+"""
+import functools
+import subprocess
+import sys
+
+import torch
+from transformers.optimization import Adafactor
+
+from .data import make_dataloader
+from .modeling import load_model
+from .quiet import quiet
+from .training import train_pytorch
+
+OPTIMIZERS = ("adamw", "adafactor", "adamw_8bit")
+
+
+@functools.lru_cache(maxsize=1)
+def eight_bit_unavailable():
+    """None when bitsandbytes' AdamW8bit can train here; else the reason, in words.
+
+    The probe runs in a child process: once a process has imported bitsandbytes, accelerate's
+    notebook_launcher (helpers.run_on_processes) refuses to start processes from it.
+    """
+    probe = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True)
+    if probe.returncode == 0:
+        return None
+    lines = probe.stderr.strip().splitlines() or ["no output"]
+    return f"bitsandbytes' AdamW8bit does not run on this machine ({lines[-1]})"
+
+
+_PROBE = """
+import torch, bitsandbytes
+layer = torch.nn.Linear(64, 64)
+optimizer = bitsandbytes.optim.AdamW8bit(layer.parameters(), lr=1e-3)
+layer(torch.ones(2, 64)).sum().backward()
+optimizer.step()
+"""
+
+
+def make_optimizer(name, parameters, learning_rate=5e-4, weight_decay=0.0):
+    """A fresh optimizer by name: "adamw", "adafactor" or "adamw_8bit" (bitsandbytes).
+
+    Adafactor gets a fixed learning rate (relative_step=False, scale_parameter=False), as
+    `TrainingArguments(optim="adafactor")` gives it, so that the course's schedule drives it.
+    """
+    if name == "adamw":
+        return torch.optim.AdamW(parameters, lr=learning_rate, weight_decay=weight_decay)
+    if name == "adafactor":
+        return Adafactor(parameters, lr=learning_rate, weight_decay=weight_decay,
+                         relative_step=False, scale_parameter=False, warmup_init=False)
+    if name == "adamw_8bit":
+        with quiet():  # its import logs about optional 4-bit CPU kernels we do not use
+            import bitsandbytes
+        return bitsandbytes.optim.AdamW8bit(parameters, lr=learning_rate, weight_decay=weight_decay)
+    raise ValueError(f"make_optimizer(name={name!r}): use one of {OPTIMIZERS}")
+
+
+def optimizer_state_bytes(optimizer):
+    """Bytes of every tensor the optimizer keeps in its state (moments, scales, step counters)."""
+    return sum(value.numel() * value.element_size()
+               for state in optimizer.state.values() for value in state.values()
+               if isinstance(value, torch.Tensor))
+
+
+def count_parameters(parameters):
+    """How many numbers the parameters hold."""
+    return sum(p.numel() for p in parameters)
+
+
+def state_bytes_per_parameter(optimizer):
+    """Optimizer-state bytes per trained parameter (after at least one step)."""
+    parameters = [p for group in optimizer.param_groups for p in group["params"]]
+    return optimizer_state_bytes(optimizer) / count_parameters(parameters)
+
+
+def compare_optimizers(tokenized_train, tokenizer, *, names=OPTIMIZERS, batch_size=16, epochs=1,
+                       learning_rates=None, progress=True):
+    """Train the same model (same start, same batches) with each optimizer; one row per optimizer.
+
+    A row holds plain numbers: state bytes, bytes per parameter, seconds, the loss per step.
+    Optimizers that cannot run here (8-bit AdamW without its kernels) are left out. With
+    "adamw_8bit" this process imports bitsandbytes, and can no longer use helpers.run_on_processes.
+    """
+    learning_rates = {"adamw": 5e-4, "adafactor": 5e-4, "adamw_8bit": 5e-4, **(learning_rates or {})}
+    rows = []
+    for name in names:
+        if name == "adamw_8bit" and eight_bit_unavailable():
+            continue
+        with quiet():
+            torch.manual_seed(0)
+            model = load_model()
+            loader = make_dataloader(tokenized_train, tokenizer, batch_size, shuffle=True)
+            optimizer = make_optimizer(name, model.parameters(), learning_rates[name])
+        history = train_pytorch(model, loader, epochs=epochs, optimizer=optimizer, device="cpu"
+                                if name != "adamw_8bit" else None, progress=progress)
+        rows.append({"optimizer": name, "parameters": count_parameters(model.parameters()),
+                     "state_bytes": optimizer_state_bytes(optimizer),
+                     "bytes_per_parameter": state_bytes_per_parameter(optimizer),
+                     "seconds": history.seconds, "final_loss": sum(history.loss[-5:]) / len(history.loss[-5:]),
+                     "loss": history.loss})
+    return rows

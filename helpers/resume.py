@@ -1,0 +1,162 @@
+"""Save a run and resume it: `accelerator.save_state` / `load_state`, `skip_first_batches`, and the Trainer.
+
+A checkpoint must hold everything the next step depends on: the weights, the optimizer's
+moments, the scheduler's position, the random number generators (dropout) and how far the run
+got. `Accelerator.save_state` saves the first four (and objects registered with
+`register_for_checkpointing`); the data order is the loop's job: each epoch's order depends only
+on the seed and the epoch (`set_epoch`), and `skip_first_batches` skips what the interrupted
+run already trained on. Then an interrupted and resumed run ends with exactly the same weights
+as one that was not interrupted (tests/test_resume.py).
+"""
+import time
+from pathlib import Path
+
+import torch
+from accelerate import Accelerator, DataLoaderConfiguration
+from tqdm.auto import tqdm
+from transformers import TrainerCallback
+
+from .checks import require_positive_int
+from .training import History, make_scheduler
+
+
+class TrainingProgress:
+    """How many optimizer steps a run has made; saved with the checkpoint."""
+
+    def __init__(self):
+        self.completed_steps = 0
+
+    def state_dict(self):
+        return {"completed_steps": self.completed_steps}
+
+    def load_state_dict(self, state):
+        self.completed_steps = state["completed_steps"]
+
+
+def resume_point(completed_steps, batches_per_epoch):
+    """(epoch to continue in, batches of that epoch already trained on), one optimizer step per batch."""
+    return divmod(completed_steps, batches_per_epoch)
+
+
+def prepare_resumable(model, dataloader, optimizer, epochs, data_seed=0):
+    """An Accelerator and the prepared objects for a run that can be saved and resumed.
+
+    Returns (accelerator, model, optimizer, dataloader, scheduler, progress); `progress` (a
+    TrainingProgress) is registered, so `save_state` / `load_state` keep the step count too.
+    """
+    # the seedable sampler orders each epoch by (data_seed, epoch): a resumed run repeats that order.
+    # Without data_seed it takes torch's global seed at prepare time, which a new process does not share.
+    accelerator = Accelerator(cpu=True, dataloader_config=DataLoaderConfiguration(
+        use_seedable_sampler=True, data_seed=data_seed))
+    scheduler = make_scheduler(optimizer, len(dataloader) * epochs)
+    model, optimizer, dataloader, scheduler = accelerator.prepare(model, optimizer, dataloader, scheduler)
+    progress = TrainingProgress()
+    accelerator.register_for_checkpointing(progress)
+    return accelerator, model, optimizer, dataloader, scheduler, progress
+
+
+def train_resumable(model, dataloader, *, checkpoint_dir, epochs=1, learning_rate=5e-4, optimizer=None,
+                    save_every=None, stop_after=None, resume=False, skip_batches=True, data_seed=0,
+                    progress=True):
+    """Train with an Accelerator, saving the whole state to `checkpoint_dir` every `save_every` steps.
+
+    stop_after=n: stop after n optimizer steps, as if the machine went down.
+    resume=True: first load the state from `checkpoint_dir`, then skip the batches already seen
+    (skip_batches=False shows what goes wrong without skipping).
+    `dataloader` must be shuffled with a generator (helpers.make_dataloader(..., shuffle=True))
+    or not at all; `data_seed` fixes the order of every epoch. One process.
+    Returns (History, the Accelerator).
+    """
+    require_positive_int("epochs", epochs)
+    for name, value in (("save_every", save_every), ("stop_after", stop_after)):
+        if value is not None:
+            require_positive_int(name, value)
+    optimizer = optimizer or torch.optim.AdamW(model.parameters(), lr=learning_rate)
+    accelerator, model, optimizer, dataloader, scheduler, run = prepare_resumable(
+        model, dataloader, optimizer, epochs, data_seed)
+    if resume:
+        accelerator.load_state(checkpoint_dir)
+    first_epoch, done_in_epoch = resume_point(run.completed_steps, len(dataloader))
+    history, start = History(), time.perf_counter()
+    model.train()
+    show = progress and accelerator.is_local_main_process
+    with tqdm(total=len(dataloader) * epochs, initial=run.completed_steps, desc="train_resumable",
+              unit="step", disable=not show) as bar:
+        for epoch in range(first_epoch, epochs):
+            dataloader.set_epoch(epoch)
+            batches = dataloader
+            if epoch == first_epoch and done_in_epoch and skip_batches:
+                batches = accelerator.skip_first_batches(dataloader, done_in_epoch)
+            for batch in batches:
+                history.learning_rate.append(scheduler.get_last_lr()[0])
+                loss = model(**batch).loss
+                accelerator.backward(loss)
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad()
+                run.completed_steps += 1
+                history.loss.append(loss.item())
+                bar.update()
+                if save_every and run.completed_steps % save_every == 0:
+                    accelerator.save_state(checkpoint_dir)
+                if run.completed_steps == stop_after:
+                    history.seconds = time.perf_counter() - start
+                    return history, accelerator
+    history.seconds = time.perf_counter() - start
+    return history, accelerator
+
+
+def checkpoint_bytes(checkpoint_dir):
+    """{file name: bytes} of a checkpoint folder written by `accelerator.save_state` or the Trainer."""
+    return {path.name: path.stat().st_size for path in sorted(Path(checkpoint_dir).iterdir()) if path.is_file()}
+
+
+class StopAfterSteps(TrainerCallback):
+    """Stops a Trainer after `steps` optimizer steps, as if the machine went down."""
+
+    def __init__(self, steps):
+        self.steps = require_positive_int("steps", steps)
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step >= self.steps:
+            control.should_training_stop = True
+        return control
+
+
+def measure_resume(tokenized_train, tokenizer, folder, *, model_name=None, batch_size=8, epochs=2, stop_after=10,
+                   save_every=5, learning_rate=5e-4):
+    """Train once without a break, and twice interrupted after `stop_after` steps and resumed from the
+    last checkpoint (saved every `save_every` steps): with and without skip_first_batches.
+
+    Returns (rows, checkpoint): a row per run (its name, optimizer steps, loss per step, and the
+    largest weight difference to the uninterrupted run) and {file: bytes} of the checkpoint.
+    """
+    from .data import make_dataloader
+    from .exercises import fresh_accelerator_state, parameter_difference, parameters_of
+    from .modeling import load_model
+    from .quiet import quiet
+
+    def run(checkpoint_dir, **options):
+        fresh_accelerator_state()
+        torch.manual_seed(0)
+        with quiet():
+            model = load_model(model_name)
+        loader = make_dataloader(tokenized_train, tokenizer, batch_size, shuffle=True)
+        history, _ = train_resumable(model, loader, checkpoint_dir=checkpoint_dir, epochs=epochs,
+                                     learning_rate=learning_rate, progress=False, **options)
+        return parameters_of(model), history
+
+    folder = Path(folder)
+    whole, whole_history = run(folder / "uninterrupted")
+    rows = [{"run": "uninterrupted", "optimizer_steps": whole_history.optimizer_steps,
+             "loss": whole_history.loss, "max_weight_difference": 0.0}]
+    for name, options in (("resumed", {}), ("resumed without skip_first_batches", {"skip_batches": False})):
+        checkpoint_dir = folder / name.replace(" ", "_")
+        _, before = run(checkpoint_dir, save_every=save_every, stop_after=stop_after)
+        saved_steps = stop_after - stop_after % save_every  # the run goes on from its last checkpoint
+        torch.manual_seed(1)  # as in a new process: another global random state
+        parameters, after = run(checkpoint_dir, resume=True, **options)
+        rows.append({"run": name, "optimizer_steps": saved_steps + after.optimizer_steps,
+                     "loss": before.loss[:saved_steps] + after.loss,
+                     "max_weight_difference": parameter_difference(whole, parameters)})
+    return rows, checkpoint_bytes(folder / "resumed")

@@ -1,0 +1,98 @@
+"""Optimizer-state memory, measured from the optimizer's own state: AdamW keeps 8 bytes per
+parameter, Adafactor far fewer, bitsandbytes' 8-bit AdamW about 2 (a quarter of AdamW's).
+Nothing here imports bitsandbytes into the test process (it would stop run_on_processes)."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import TrainingArguments
+from transformers.optimization import Adafactor
+
+import helpers
+from helpers import optimizers
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def one_step(name, model):
+    optimizer = optimizers.make_optimizer(name, model.parameters(), 1e-3)
+    model(torch.randn(4, model[0].in_features)).sum().backward()
+    optimizer.step()
+    return optimizer
+
+
+def model_of(width=256):
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.ReLU(), torch.nn.Linear(width, 2))
+
+
+def test_adamw_keeps_two_float32_moments_per_parameter():
+    model = model_of()
+    optimizer = one_step("adamw", model)
+    tensors = len(list(model.parameters()))
+    parameters = optimizers.count_parameters(model.parameters())
+    # two moments of 4 bytes, and a float32 step counter per tensor
+    assert optimizers.optimizer_state_bytes(optimizer) == 8 * parameters + 4 * tensors
+    assert optimizers.state_bytes_per_parameter(optimizer) == pytest.approx(8, abs=0.01)
+
+
+def test_adafactor_factors_the_second_moment_of_matrices():
+    model = model_of()
+    optimizer = one_step("adafactor", model)
+    assert isinstance(optimizer, Adafactor)
+    # a 256 x 256 matrix keeps 256 + 256 numbers, a bias keeps its own 256 (plus a 4-byte RMS each)
+    expected = 4 * ((256 + 256) + 256 + (2 + 256) + 2) + 4 * 4
+    assert optimizers.optimizer_state_bytes(optimizer) == expected
+    assert optimizers.state_bytes_per_parameter(optimizer) < 0.1
+
+
+EIGHT_BIT = """
+import json, torch, helpers
+from helpers import optimizers
+model = torch.nn.Sequential(torch.nn.Linear(256, 256))
+optimizer = optimizers.make_optimizer("adamw_8bit", model.parameters(), 1e-3)
+model(torch.randn(4, 256)).sum().backward()
+optimizer.step()
+state = optimizer.state[model[0].weight]
+print(json.dumps({"dtypes": [str(state["state1"].dtype), str(state["state2"].dtype)],
+                  "bytes_per_parameter": optimizers.state_bytes_per_parameter(optimizer)}))
+"""
+
+
+def test_8bit_adamw_keeps_about_2_bytes_per_parameter():
+    """In a child process: after importing bitsandbytes, run_on_processes cannot start processes."""
+    reason = optimizers.eight_bit_unavailable()
+    if reason:
+        pytest.skip(reason)
+    run = subprocess.run([sys.executable, "-c", EIGHT_BIT], capture_output=True, text=True, cwd=ROOT)
+    assert run.returncode == 0, run.stderr[-2000:]
+    measured = json.loads(run.stdout.strip().splitlines()[-1])
+    assert measured["dtypes"] == ["torch.uint8", "torch.uint8"]
+    assert 2 < measured["bytes_per_parameter"] < 2.5
+
+
+def test_the_default_model_with_each_optimizer(tokenizer, small_data):
+    rows = {row["optimizer"]: row for row in optimizers.compare_optimizers(
+        small_data["train"], tokenizer, names=("adamw", "adafactor"), batch_size=16, progress=False)}
+    assert rows["adamw"]["bytes_per_parameter"] == pytest.approx(8, abs=0.01)
+    assert rows["adafactor"]["bytes_per_parameter"] < rows["adamw"]["bytes_per_parameter"] / 4
+    for row in rows.values():
+        assert row["final_loss"] < 1.0 and len(row["loss"]) == 4
+
+
+def test_trainer_optim_adafactor_builds_the_same_optimizer(tokenizer, small_data, tmp_path):
+    with helpers.quiet():
+        trainer = helpers.make_trainer(helpers.load_model(), tokenizer, small_data, output_dir=str(tmp_path),
+                                       optim="adafactor", use_cpu=True)
+        optimizer = trainer.create_optimizer()
+    assert isinstance(optimizer, Adafactor)
+    group = optimizer.param_groups[0]
+    assert not group["relative_step"] and not group["scale_parameter"] and group["lr"] == 5e-4
+
+
+def test_unknown_optimizer_is_named():
+    with pytest.raises(ValueError, match="adamw_8bit"):
+        optimizers.make_optimizer("adam8", model_of().parameters())

@@ -1,0 +1,94 @@
+"""Resuming: a run interrupted after 8 of 12 steps and resumed from its checkpoint ends with exactly
+the weights of a run that was not interrupted, with dropout on and shuffled data; it does not
+without skip_first_batches or with another data seed. The same for the Trainer."""
+import pytest
+import torch
+
+import helpers
+from helpers import resume
+from helpers.exercises import fresh_accelerator_state, parameter_difference, parameters_of
+
+
+@pytest.fixture(scope="module")
+def data(tokenizer):
+    with helpers.quiet():
+        return helpers.tokenize_data(helpers.load_data(sizes={"train": 48, "validation": 8, "test": 8}),
+                                     tokenizer)
+
+
+def fresh(data, tokenizer):
+    fresh_accelerator_state()
+    torch.manual_seed(0)
+    with helpers.quiet():
+        model = helpers.load_model()  # dropout on: the random generators must be restored too
+    return model, helpers.make_dataloader(data["train"], tokenizer, 8, shuffle=True)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(data, tokenizer, tmp_path_factory):
+    model, loader = fresh(data, tokenizer)
+    resume.train_resumable(model, loader, checkpoint_dir=tmp_path_factory.mktemp("full"), epochs=2,
+                           progress=False)
+    return parameters_of(model)
+
+
+def interrupted_and_resumed(data, tokenizer, folder, **resume_options):
+    model, loader = fresh(data, tokenizer)
+    history, _ = resume.train_resumable(model, loader, checkpoint_dir=folder, epochs=2, save_every=4,
+                                        stop_after=8, progress=False)
+    assert history.optimizer_steps == 8
+    model, loader = fresh(data, tokenizer)
+    torch.manual_seed(123)  # a new process: another global random state
+    history, _ = resume.train_resumable(model, loader, checkpoint_dir=folder, epochs=2, resume=True,
+                                        progress=False, **{"data_seed": 0, **resume_options})
+    return parameters_of(model), history
+
+
+def test_resumed_run_ends_with_the_same_weights(data, tokenizer, uninterrupted, tmp_path):
+    parameters, history = interrupted_and_resumed(data, tokenizer, tmp_path)
+    assert history.optimizer_steps == 4, "6 batches per epoch, 2 epochs, 8 done: 4 left"
+    assert parameter_difference(uninterrupted, parameters) == 0.0
+
+
+@pytest.mark.parametrize("broken", [{"skip_batches": False}, {"data_seed": 1}], ids=["no-skip", "other-seed"])
+def test_resume_without_its_parts_is_not_the_same(data, tokenizer, uninterrupted, tmp_path, broken):
+    parameters, _ = interrupted_and_resumed(data, tokenizer, tmp_path, **broken)
+    assert parameter_difference(uninterrupted, parameters) > 1e-5
+
+
+def test_checkpoint_holds_model_optimizer_scheduler_and_random_states(data, tokenizer, tmp_path):
+    model, loader = fresh(data, tokenizer)
+    resume.train_resumable(model, loader, checkpoint_dir=tmp_path, save_every=6, progress=False)
+    files = resume.checkpoint_bytes(tmp_path)
+    assert {"model.safetensors", "optimizer.bin", "scheduler.bin", "random_states_0.pkl"} <= set(files)
+    model_bytes = sum(p.numel() * 4 for p in model.parameters())
+    assert files["model.safetensors"] == pytest.approx(model_bytes, rel=0.01)
+    assert files["optimizer.bin"] == pytest.approx(2 * model_bytes, rel=0.02), "AdamW: two moments"
+
+
+def test_trainer_resumes_to_the_same_weights(data, tokenizer, tmp_path):
+    def trainer(output_dir):
+        torch.manual_seed(0)
+        with helpers.quiet():
+            model = helpers.load_model()
+            made = helpers.make_trainer(model, tokenizer, data, output_dir=str(output_dir), epochs=2,
+                                        batch_size=8, gradient_accumulation_steps=1, use_cpu=True,
+                                        eval_strategy="no", logging_strategy="no", save_strategy="steps",
+                                        save_steps=4, disable_tqdm=True)
+        return model, made
+
+    model, whole = trainer(tmp_path / "whole")
+    with helpers.quiet():
+        whole.train()
+    model_cut, cut = trainer(tmp_path / "cut")
+    cut.add_callback(resume.StopAfterSteps(8))
+    with helpers.quiet():
+        cut.train()
+    assert cut.state.global_step == 8
+    torch.manual_seed(123)
+    model_resumed, resumed = trainer(tmp_path / "cut")
+    with helpers.quiet():
+        resumed.train(resume_from_checkpoint=str(tmp_path / "cut" / "checkpoint-8"))
+    assert resumed.state.global_step == 12
+    assert parameter_difference(model, model_resumed) == 0.0
+    assert parameter_difference(model, model_cut) > 1e-5

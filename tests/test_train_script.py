@@ -1,0 +1,52 @@
+"""The script form: `torchrun --nproc_per_node 2 -m helpers.train` on the CPU (gloo), 2 processes with
+batches of 4 and 2 accumulation steps, trains the same parameters as one process with batches of 16."""
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMON = ["--path", "accelerate", "--cpu", "--train-size", "96", "--no-dropout"]
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return str(probe.getsockname()[1])
+
+
+def train(launcher, arguments, parameters_file):
+    environment = {**os.environ, "GLOO_SOCKET_IFNAME": "lo"}
+    command = launcher + ["-m", "helpers.train", *COMMON, *arguments, "--save-parameters", str(parameters_file)]
+    run = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    return run.stdout, torch.load(parameters_file)
+
+
+def test_two_processes_train_like_one_with_the_whole_batch(tmp_path):
+    one_out, one = train([sys.executable], ["--batch-size", "16"], tmp_path / "one.pt")
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+                "--master_addr", "127.0.0.1", "--master_port", free_port()]
+    two_out, two = train(torchrun, ["--batch-size", "4", "--gradient-accumulation-steps", "2"], tmp_path / "two.pt")
+    assert "6 optimizer steps" in one_out and "6 optimizer steps" in two_out
+    assert two_out.count("validation:") == 1, "only the process with rank 0 reports"
+    difference = max((one[name] - two[name]).abs().max().item() for name in one)
+    assert difference < 1e-5
+
+
+def test_pytorch_path_refuses_a_launcher(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "helpers.train", "--path", "pytorch"], cwd=ROOT,
+                         env={**os.environ, "WORLD_SIZE": "2"}, capture_output=True, text=True)
+    assert run.returncode != 0 and "--path pytorch trains in one process" in run.stderr
+
+
+@pytest.mark.parametrize("path", ["pytorch", "trainer"])
+def test_other_paths_run_in_one_process(tmp_path, path):
+    run = subprocess.run([sys.executable, "-m", "helpers.train", "--path", path, "--cpu", "--train-size", "32",
+                          "--output-dir", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "validation: loss" in run.stdout
