@@ -54,6 +54,55 @@ for index, batch in enumerate(dataloader):
         lr_scheduler.step()
         optimizer.zero_grad()
 ''',
+    "accelerator_checkpointing": '''\
+model.activation_checkpointing_enable()
+accelerator = Accelerator(device_placement=True)
+model, optimizer, dataloader, lr_scheduler = accelerator.prepare(
+    model, optimizer, dataloader, lr_scheduler)
+for batch in dataloader:
+    optimizer.zero_grad()
+    outputs = model(**batch)
+    loss = outputs.loss
+    accelerator.backward(loss)
+    optimizer.step()
+    lr_scheduler.step()
+''',
+    "pytorch_autocast": '''\
+for batch in dataloader:
+    optimizer.zero_grad()
+    batch = {key: value.to(device) for key, value in batch.items()}
+    with torch.autocast(device.type, dtype=torch.bfloat16):
+        outputs = model(**batch)
+        loss = outputs.loss
+    loss.backward()
+    optimizer.step()
+    lr_scheduler.step()
+''',
+    "pytorch_grad_scaler": '''\
+scaler = torch.amp.GradScaler("cuda")
+for batch in dataloader:
+    optimizer.zero_grad()
+    batch = {key: value.to(device) for key, value in batch.items()}
+    with torch.autocast("cuda", dtype=torch.float16):
+        outputs = model(**batch)
+        loss = outputs.loss
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    lr_scheduler.step()
+''',
+    "accelerator_mixed_precision": '''\
+accelerator = Accelerator(device_placement=True, mixed_precision="bf16")
+model, optimizer, dataloader, lr_scheduler = accelerator.prepare(
+    model, optimizer, dataloader, lr_scheduler)
+for batch in dataloader:
+    optimizer.zero_grad()
+    outputs = model(**batch)
+    loss = outputs.loss
+    accelerator.backward(loss)
+    optimizer.step()
+    lr_scheduler.step()
+''',
 }
 
 
