@@ -37,6 +37,21 @@ def autocast(device, precision):
     return torch.autocast(device_type, dtype=dtype_of(precision), enabled=precision != "float32")
 
 
+def training_step(model, batch, optimizer, scaler, device, precision):
+    """One optimizer step with the forward pass under autocast; returns the loss (a float).
+
+    `scaler` is a torch.amp.GradScaler; a disabled one (bfloat16, float32) changes nothing.
+    """
+    batch = {key: value.to(device) for key, value in batch.items()}
+    with autocast(device, precision):
+        loss = model(**batch).loss
+    scaler.scale(loss).backward()    # loss x scale: small float16 gradients do not round to 0
+    scaler.step(optimizer)           # divides the gradients by the scale, then steps (skips on inf/nan)
+    scaler.update()                  # smaller scale after an overflow, larger after many good steps
+    optimizer.zero_grad()
+    return loss.item()
+
+
 def train_mixed_precision(model, dataloader, *, precision="bfloat16", epochs=1, learning_rate=5e-4,
                           optimizer=None, device=None, progress=True):
     """The basic PyTorch loop with the forward pass under autocast; float16 adds a GradScaler.
@@ -56,18 +71,11 @@ def train_mixed_precision(model, dataloader, *, precision="bfloat16", epochs=1, 
     with tqdm(total=total, desc=f"train_mixed_precision ({precision})", unit="step", disable=not progress) as bar:
         for epoch in range(epochs):
             for batch in dataloader:
-                batch = {key: value.to(device) for key, value in batch.items()}
-                with autocast(device, precision):
-                    loss = model(**batch).loss
-                history.loss.append(loss.item())
                 history.learning_rate.append(lr_scheduler.get_last_lr()[0])
                 if scaler.is_enabled():
                     history.scales.append(scaler.get_scale())
-                scaler.scale(loss).backward()    # loss x scale: small gradients do not round to 0
-                scaler.step(optimizer)           # divides the gradients by the scale, then steps
-                scaler.update()                  # smaller scale after an overflow, larger after many good steps
+                history.loss.append(training_step(model, batch, optimizer, scaler, device, precision))
                 lr_scheduler.step()
-                optimizer.zero_grad()
                 bar.update()
                 bar.set_postfix(loss=f"{history.loss[-1]:.3f}")
     history.seconds = time.perf_counter() - start
