@@ -66,7 +66,6 @@ def train_mixed_precision(model, dataloader, *, precision="bfloat16", epochs=1, 
     # only float16 needs loss scaling; a disabled scaler passes everything through unchanged
     scaler = torch.amp.GradScaler(device.type, enabled=precision == "float16")
     history, start = History(), time.perf_counter()
-    history.scales = []
     total = len(dataloader) * epochs
     with tqdm(total=total, desc=f"train_mixed_precision ({precision})", unit="step", disable=not progress) as bar:
         for epoch in range(epochs):

@@ -24,6 +24,7 @@ class History:
     """What training did, one entry per optimizer step."""
     loss: list = field(default_factory=list)           # mean training loss of the step's examples
     learning_rate: list = field(default_factory=list)  # learning rate the step used
+    scales: list = field(default_factory=list)         # float16 mixed precision: GradScaler's scale
     seconds: float = 0.0
 
     @property
