@@ -39,13 +39,15 @@ METHODS = ("allocator", "rss")
 
 
 def measure_peak_memory(model, dataset, tokenizer, micro_batch_size, gradient_accumulation_steps=1,
-                        *, method="allocator"):
+                        *, method="allocator", autocast_dtype=None):
     """Peak MiB one optimizer step allocates: N micro-batches of `micro_batch_size`, then a step.
 
     The effective batch is micro_batch_size * gradient_accumulation_steps examples, the first ones
     of `dataset` (tokenized), batched with dynamic padding by `helpers.make_dataloader`.
     On a GPU the answer comes from torch.cuda.max_memory_allocated; on the CPU from `method`
     (see the module's docstring): "allocator" (exact tensor bytes) or "rss" (resident set).
+    autocast_dtype (torch.bfloat16 or torch.float16) runs the forward passes under torch.autocast
+    (mixed precision); None or torch.float32: in float32.
     """
     require_positive_int("micro_batch_size", micro_batch_size)
     require_positive_int("gradient_accumulation_steps", gradient_accumulation_steps)
@@ -65,9 +67,12 @@ def measure_peak_memory(model, dataset, tokenizer, micro_batch_size, gradient_ac
     model.train()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
 
+    mixed = autocast_dtype not in (None, torch.float32)
+
     def one_optimizer_step():
         for batch in batches:
-            loss = model(**batch).loss / n
+            with torch.autocast(device.type, dtype=autocast_dtype, enabled=mixed):
+                loss = model(**batch).loss / n
             loss.backward()
             del loss
         optimizer.step()

@@ -8,6 +8,7 @@ import difflib
 import inspect
 import textwrap
 
+import torch
 from accelerate import Accelerator
 from accelerate.local_sgd import LocalSGD
 
@@ -95,8 +96,63 @@ def accelerator_checkpointing(model, optimizer, lr_scheduler, dataloader, checkp
         accelerator.save_state(checkpoint)  # after every step here; every few hundred in practice
 
 
+def accelerator_activation_checkpointing(model, optimizer, lr_scheduler, dataloader):
+    model.activation_checkpointing_enable()
+    accelerator = Accelerator(device_placement=True)
+    model, optimizer, dataloader, lr_scheduler = accelerator.prepare(
+        model, optimizer, dataloader, lr_scheduler)
+    for batch in dataloader:
+        optimizer.zero_grad()
+        outputs = model(**batch)
+        loss = outputs.loss
+        accelerator.backward(loss)
+        optimizer.step()
+        lr_scheduler.step()
+
+
+def pytorch_autocast(model, optimizer, lr_scheduler, dataloader, device):
+    for batch in dataloader:
+        optimizer.zero_grad()
+        batch = {key: value.to(device) for key, value in batch.items()}
+        with torch.autocast(device.type, dtype=torch.bfloat16):
+            outputs = model(**batch)
+            loss = outputs.loss
+        loss.backward()
+        optimizer.step()
+        lr_scheduler.step()
+
+
+def pytorch_grad_scaler(model, optimizer, lr_scheduler, dataloader, device):
+    scaler = torch.amp.GradScaler(device.type)
+    for batch in dataloader:
+        optimizer.zero_grad()
+        batch = {key: value.to(device) for key, value in batch.items()}
+        with torch.autocast(device.type, dtype=torch.float16):
+            outputs = model(**batch)
+            loss = outputs.loss
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        lr_scheduler.step()
+
+
+def accelerator_mixed_precision(model, optimizer, lr_scheduler, dataloader):
+    accelerator = Accelerator(device_placement=True, mixed_precision="bf16")
+    model, optimizer, dataloader, lr_scheduler = accelerator.prepare(
+        model, optimizer, dataloader, lr_scheduler)
+    for batch in dataloader:
+        optimizer.zero_grad()
+        outputs = model(**batch)
+        loss = outputs.loss
+        accelerator.backward(loss)
+        optimizer.step()
+        lr_scheduler.step()
+
+
 LOOPS = {loop.__name__: loop for loop in (pytorch, accelerator, pytorch_accumulation, accelerator_accumulation,
-                                         accelerator_local_sgd, accelerator_checkpointing)}
+                                         accelerator_local_sgd, accelerator_checkpointing,
+                                         accelerator_activation_checkpointing, pytorch_autocast,
+                                         pytorch_grad_scaler, accelerator_mixed_precision)}
 
 
 def source(name):

@@ -24,6 +24,7 @@ class History:
     """What training did, one entry per optimizer step."""
     loss: list = field(default_factory=list)           # mean training loss of the step's examples
     learning_rate: list = field(default_factory=list)  # learning rate the step used
+    scales: list = field(default_factory=list)         # float16 mixed precision: GradScaler's scale
     seconds: float = 0.0
 
     @property
@@ -116,14 +117,16 @@ def train_pytorch(model, dataloader, *, epochs=1, learning_rate=5e-4, gradient_a
 
 
 def train_accelerate(model, dataloader, *, epochs=1, learning_rate=5e-4, gradient_accumulation_steps=1,
-                     optimizer=None, cpu=False, progress=True):
+                     optimizer=None, cpu=False, mixed_precision=None, progress=True):
     """The same loop with Accelerate; with N > 1 it uses `accelerator.accumulate(model)`.
 
+    mixed_precision="bf16" (or "fp16" on a GPU) goes to the Accelerator: `prepare` then runs the
+    model's forward pass under torch.autocast (see helpers.precision).
     Works in one process and under a launcher (see `helpers.run_on_processes`).
     Returns the History and the Accelerator (it knows the process index and the device).
     """
     require_positive_int("gradient_accumulation_steps", gradient_accumulation_steps)
-    accelerator = Accelerator(device_placement=True, cpu=cpu,
+    accelerator = Accelerator(device_placement=True, cpu=cpu, mixed_precision=mixed_precision,
                               gradient_accumulation_steps=gradient_accumulation_steps)
     processes, n = accelerator.num_processes, gradient_accumulation_steps
     # each process sees 1/processes of every window

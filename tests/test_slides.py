@@ -10,6 +10,7 @@ import torch
 
 import helpers
 from helpers import slides
+from helpers.exercises import fresh_accelerator_state
 
 BATCH = 8
 EXAMPLES = 32  # a multiple of BATCH: every accumulation window is full, as the slides' loop assumes
@@ -46,6 +47,8 @@ def test_every_slide_loop_trains_to_the_large_batch_parameters(dataset, tokenize
         "accelerator_checkpointing": trained_with("accelerator_checkpointing", dataset, tokenizer, BATCH, steps,
                                                   checkpoint=str(tmp_path / "uninterrupted")),
         "accelerator_checkpointing, resumed": resumed(dataset, tokenizer, steps, tmp_path / "interrupted"),
+        "accelerator_activation_checkpointing": trained_with("accelerator_activation_checkpointing", dataset,
+                                                             tokenizer, BATCH, steps),
     }
     for loop, parameters in others.items():
         for name in expected:
@@ -73,3 +76,21 @@ def test_changed_lines_mark_what_the_accelerator_changes():
     lines = slides.changed_lines("pytorch", "accelerator").splitlines()
     assert "- " + "    loss.backward()" in lines and "+ " + "    accelerator.backward(loss)" in lines
     assert "  " + "    optimizer.step()" in lines
+
+
+@pytest.mark.parametrize("loop", ["pytorch_autocast", "accelerator_mixed_precision", "pytorch_grad_scaler"])
+def test_mixed_precision_loops_train_close_to_float32(dataset, tokenizer, loop):
+    """bfloat16 keeps 8 bits of mantissa: close to float32, not equal (float16 with its scaler: closer)."""
+    cpu = {"device": torch.device("cpu")}
+    steps = EXAMPLES // BATCH
+    expected = trained_with("pytorch", dataset, tokenizer, BATCH, steps, **cpu)
+    fresh_accelerator_state()  # an Accelerator's precision is fixed once per process, unless reset
+    try:
+        mixed = trained_with(loop, dataset, tokenizer, BATCH, steps, **(cpu if loop.startswith("pytorch") else {}))
+    finally:
+        fresh_accelerator_state()
+    with helpers.quiet():
+        initial = dict(helpers.load_model().named_parameters())
+    moved = max((expected[n] - initial[n]).abs().max().item() for n in expected)
+    differs = max((expected[n] - mixed[n]).abs().max().item() for n in expected)
+    assert 0 < differs < 0.1 * moved, f"slides.{loop}: {differs:.2e} from float32 after moving {moved:.2e}"

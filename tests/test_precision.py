@@ -1,0 +1,90 @@
+"""Mixed precision (helpers.precision): the course's claims about it.
+
+bfloat16 autocast trains like float32 within a stated tolerance; the weights stay float32;
+float16 with the GradScaler matches float32 too; Accelerator(mixed_precision="bf16") autocasts
+on the CPU, and "fp16" on the CPU silently does not (lesson 7 says so); the measurement returns
+plain numbers.
+"""
+import pytest
+import torch
+
+import helpers
+from helpers import precision
+from helpers.exercises import fresh_accelerator_state
+from helpers.exercises_efficiency import output_dtypes
+
+# The lesson's claim: over 2 epochs of the course's small setting, every step's training loss
+# with bfloat16 (or float16 + GradScaler) autocast stays within this distance of float32's
+# (measured with Adam: 5e-4 for bfloat16, 9e-5 for float16). SGD, not Adam: Adam's step hardly
+# depends on the size of the gradient, so it would hide gradients that were not unscaled.
+LOSS_TOLERANCE = 0.01
+
+
+@pytest.fixture(scope="module")
+def loader():
+    with helpers.quiet():
+        tokenizer = helpers.load_tokenizer()
+        data = helpers.tokenize_data(helpers.load_data(sizes={"train": 64, "validation": 8, "test": 8}), tokenizer)
+    return helpers.make_dataloader(data["train"], tokenizer, 16)
+
+
+def fresh_model():
+    with helpers.quiet():
+        return helpers.load_model(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+
+
+@pytest.fixture(scope="module")
+def float32_history(loader):
+    return train(fresh_model(), loader, "float32")
+
+
+def train(model, loader, name):
+    return precision.train_mixed_precision(model, loader, precision=name, epochs=2, device="cpu", progress=False,
+                                           optimizer=torch.optim.SGD(model.parameters(), lr=0.05))
+
+
+@pytest.mark.parametrize("name", ["bfloat16", "float16"])
+def test_mixed_precision_loss_stays_within_tolerance_of_float32(loader, float32_history, name):
+    model = fresh_model()
+    history = train(model, loader, name)
+    assert history.optimizer_steps == float32_history.optimizer_steps == 8
+    differences = [abs(a - b) for a, b in zip(history.loss, float32_history.loss)]
+    assert max(differences) < LOSS_TOLERANCE, differences
+    assert history.loss[0] != float32_history.loss[0], "autocast was on: the first loss differs a little"
+    assert {p.dtype for p in model.parameters()} == {torch.float32}, "the weights stay float32"
+    if name == "float16":
+        assert history.scales and history.scales[0] == 65536.0
+
+
+def test_autocast_computes_the_classifier_in_bfloat16(loader):
+    model = fresh_model()
+    batch = next(iter(loader))
+    with output_dtypes(model.classifier) as seen, precision.autocast("cpu", "bfloat16"):
+        loss = model(**batch).loss
+    assert seen == [torch.bfloat16] and loss.dtype == torch.float32
+
+
+def test_accelerator_bf16_autocasts_on_the_cpu_and_fp16_does_not(loader):
+    for mixed, expected in (("bf16", torch.bfloat16), ("fp16", torch.float32)):
+        fresh_accelerator_state()
+        model = fresh_model()
+        with output_dtypes(model.classifier) as seen:
+            history, accelerator = helpers.train_accelerate(model, loader, cpu=True, mixed_precision=mixed,
+                                                            progress=False)
+        assert accelerator.mixed_precision == mixed
+        assert set(seen) == {expected}, (mixed, set(seen))
+    fresh_accelerator_state()
+
+
+def test_measure_mixed_precision_returns_plain_rows(small_data, tokenizer):
+    with helpers.quiet():
+        rows = precision.measure_mixed_precision(fresh_model(), small_data["train"], tokenizer, 16,
+                                                 repeats=1, progress=False)
+    assert [row["precision"] for row in rows] == ["float32", "bfloat16"]
+    for row in rows:
+        assert row["seconds"] > 0 and row["peak_mib"] > 0
+
+
+def test_bad_precision_is_named():
+    with pytest.raises(ValueError, match="precision='half'"):
+        precision.autocast("cpu", "half")
