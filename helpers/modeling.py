@@ -61,6 +61,10 @@ def _train_tokenizer(folder):
         [sentence for a, b, _ in text for sentence in (a, b)],
         trainers.WordPieceTrainer(vocab_size=1000, special_tokens=SPECIAL_TOKENS),
     )
+    # the trainer numbers some pieces in a random order: renumber them, so every build is the same
+    pieces = sorted(set(tokenizer.get_vocab()) - set(SPECIAL_TOKENS))
+    tokenizer.model = models.WordPiece({token: index for index, token in enumerate(SPECIAL_TOKENS + pieces)},
+                                       unk_token="[UNK]")
     cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
     tokenizer.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
