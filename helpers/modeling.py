@@ -13,14 +13,14 @@ import tempfile
 from pathlib import Path
 
 import torch
-from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 from transformers import AutoModelForSequenceClassification, AutoTokenizer, PreTrainedTokenizerFast
 
 from .checks import require_positive_int
 from .pretraining import SETTINGS, make_pretraining_pairs, pretrain
 
 # Bump when the default tokenizer or model changes, so old caches are not used.
-DEFAULT_VERSION = "v11"
+DEFAULT_VERSION = "v12"
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 DEFAULT_CONFIG = dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=8,
                       intermediate_size=512, max_position_embeddings=64)
@@ -57,10 +57,13 @@ def _train_tokenizer(folder):
     tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tokenizer.normalizer = normalizers.BertNormalizer(lowercase=False)
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tokenizer.train_from_iterator(
-        [sentence for a, b, _ in text for sentence in (a, b)],
-        trainers.WordPieceTrainer(vocab_size=1000, special_tokens=SPECIAL_TOKENS),
-    )
+    # WordPiece's trainer breaks ties in a random order (two builds differed); the text has few
+    # words, so the vocabulary is every word whole plus single characters for unknown words
+    words = {word for a, b, _ in text for sentence in (a, b)
+             for word, _ in tokenizer.pre_tokenizer.pre_tokenize_str(sentence)}
+    characters = {character for word in words for character in word}
+    vocabulary = SPECIAL_TOKENS + sorted(words | characters | {f"##{c}" for c in characters})
+    tokenizer.model = models.WordPiece({token: index for index, token in enumerate(vocabulary)}, unk_token="[UNK]")
     cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
     tokenizer.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",

@@ -31,13 +31,13 @@ def plot_history(histories, title="Training", validation_accuracy=None):
         steps = np.arange(1, history.optimizer_steps + 1)
         window = max(1, history.optimizer_steps // 10)
         loss_axis.plot(steps, history.loss, color=color, alpha=0.3, linewidth=1)
-        loss_axis.plot(steps, running_mean(history.loss, window), color=color,
-                       label=f"{label} (mean of {window} steps)")
+        loss_axis.plot(steps, running_mean(history.loss, window), color=color, label=label)
         lr_axis.plot(steps, history.learning_rate, color=color, label=label)
         if validation_accuracy and label in validation_accuracy:
             accuracy = validation_accuracy[label]
             axes[1].plot(range(len(accuracy)), accuracy, color=color, marker="o", label=label)
-    loss_axis.set(title="Training loss", xlabel="optimizer step", ylabel="loss", ylim=(0, None))
+    loss_axis.set(title="Training loss (faint) and its running mean", xlabel="optimizer step", ylabel="loss",
+                  ylim=(0, None))
     lr_axis.set(title="Learning rate", xlabel="optimizer step", ylabel="learning rate", ylim=(0, None))
     if validation_accuracy:
         epochs = max(len(accuracy) for accuracy in validation_accuracy.values()) - 1
