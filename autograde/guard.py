@@ -159,11 +159,21 @@ def restore():
         shell.input_transformers_post[:] = post
         shell.ast_transformers[:] = ast
         report.append("shell input/ast transformers")
+    plotting = _inline_backend_hooks()
     for name, callbacks in shell.events.callbacks.items():
-        if callbacks != _state["events"].get(name, []):
-            callbacks[:] = _state["events"].get(name, [])
+        kept = [callback for callback in callbacks if any(callback is hook for hook in plotting)]
+        if [c for c in callbacks if c not in kept] != _state["events"].get(name, []):
+            callbacks[:] = _state["events"].get(name, []) + kept
             report.append(f"shell.events[{name!r}]")
     return report
+
+
+def _inline_backend_hooks():
+    """The callbacks pyplot and the inline backend register when a cell first draws a figure
+    (pyplot's REPL display hook, the backend's flush): a plot before a test cell is not tampering."""
+    pyplot, backend = sys.modules.get("matplotlib.pyplot"), sys.modules.get("matplotlib_inline.backend_inline")
+    return ((pyplot._draw_all_if_interactive,) if pyplot else ()) + (
+        (backend.flush_figures, backend.configure_once) if backend else ())
 
 
 def _restore_class(cls, snapshot, label, report):
