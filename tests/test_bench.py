@@ -8,7 +8,7 @@ import nbformat
 import pytest
 
 from course.bench.__main__ import render, run
-from course.bench.grading import KINDS, lessons, make_class
+from course.bench.grading import KINDS, class_lessons, make_class
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -62,8 +62,8 @@ def test_render_lists_all_five_figures(report):
 def test_grading_figure_class_is_generated(tmp_path):
     submissions = make_class(tmp_path)
     notebooks = sorted(submissions.glob("*/*/*.ipynb"))
-    assert len(notebooks) == len(KINDS) * len(lessons()) >= 16
-    for lesson in lessons():
+    assert len(notebooks) == len(KINDS) * len(class_lessons()) >= 16
+    for lesson in class_lessons():
         answers = {tuple(cell.source for cell in nbformat.read(path, as_version=4).cells)
                    for path in submissions.glob(f"*/{lesson}/{lesson}.ipynb")}
         assert len(answers) == len(KINDS), f"every student should answer {lesson} differently"

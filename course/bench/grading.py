@@ -51,14 +51,20 @@ def _grade_id(cell):
     return cell.metadata.get("nbgrader", {}).get("grade_id")
 
 
+def class_lessons():
+    """The lessons whose every exercise has a mistake in MISTAKES (01-04 today): the generated class."""
+    return [lesson for lesson in lessons() if set(_solutions(lesson)) <= set(MISTAKES)]
+
+
+def _solutions(lesson):
+    source = nbformat.read(SOLUTIONS / lesson / f"{lesson}.ipynb", as_version=4)
+    return {_grade_id(cell): "\n".join(line for line in cell.source.split("\n") if "### " not in line)
+            for cell in source.cells if cell.metadata.get("nbgrader", {}).get("solution")}
+
+
 def answers(lesson, kind):
     """{grade_id: source} of a `kind` student's solution cells in `lesson`."""
-    source = nbformat.read(SOLUTIONS / lesson / f"{lesson}.ipynb", as_version=4)
-    solved = {}
-    for cell in source.cells:
-        if cell.metadata.get("nbgrader", {}).get("solution"):
-            solved[_grade_id(cell)] = "\n".join(
-                line for line in cell.source.split("\n") if "### " not in line)
+    solved = _solutions(lesson)
     first = next(iter(solved))
     if kind == "partial":
         return {first: solved[first]}
@@ -78,7 +84,7 @@ def answers(lesson, kind):
 def make_class(root, copies=1):
     """root/submissions/<kind><n>/<lesson>/<lesson>.ipynb for every lesson; returns the folder."""
     submissions = Path(root) / "submissions"
-    for lesson in lessons():
+    for lesson in class_lessons():
         release = nbformat.read(NOTEBOOKS / lesson / f"{lesson}.ipynb", as_version=4)
         for kind in KINDS:
             mine = answers(lesson, kind)
@@ -110,14 +116,14 @@ def plain_nbgrader(course, submissions, env):
                str(SOLUTIONS), str(course)]
     wall, cpu = _measured(prepare, env)
     shutil.copytree(submissions, course / "submitted")
-    for lesson in lessons():
+    for lesson in class_lessons():
         seconds, used = _measured([sys.executable, "-m", "nbgrader", "autograde", lesson, "--force",
                                    f"--CourseDirectory.root={course}", "--Execute.timeout=900",
                                    "--log-level=WARN"], env)
         wall, cpu = wall + seconds, cpu + used
     from nbgrader.api import Gradebook
     with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
-        scores = {(s.student.id, lesson): s.score for lesson in lessons()
+        scores = {(s.student.id, lesson): s.score for lesson in class_lessons()
                   for s in gb.assignment_submissions(lesson)}
     return wall, cpu, scores
 
@@ -174,7 +180,7 @@ def figure_grading(setting, folder):
     disagree = sorted({key for runs in scores.values() for run in runs for key in run
                        if abs(run[key] - plain_scores.get(key, -1)) > 1e-9})
     report_time, report_rows = report_seconds(work)
-    figure = Figure(2, f"Grading: {count} submissions of the {len(lessons())} lessons")
+    figure = Figure(2, f"Grading: {count} submissions of the {len(class_lessons())} lessons")
     figure.headline = (
         f"`make autograde` (--jobs {jobs}, isolation on) grades {median(rates[ours]):.1f} submissions "
         f"per minute, plain `nbgrader autograde` {median(rates[plain]):.1f}: {median(ratios):.2f}x "
