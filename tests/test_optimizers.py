@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from transformers import TrainingArguments
 from transformers.optimization import Adafactor
 
 import helpers
