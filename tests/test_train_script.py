@@ -35,7 +35,10 @@ def test_two_processes_train_like_one_with_the_whole_batch(tmp_path):
     assert "6 optimizer steps" in one_out and "6 optimizer steps" in two_out
     assert two_out.count("validation:") == 1, "only the process with rank 0 reports"
     difference = max((one[name] - two[name]).abs().max().item() for name in one)
-    assert difference < 1e-5
+    # Adam turns rounding noise (each process pads its batches to its own length) into steps of
+    # up to the learning rate: about 1.4e-4 here. A real mistake, the warm-up counted in batches of
+    # 2 processes, gave 2.5e-3.
+    assert difference < 5e-4, f"2 processes differ from 1 by {difference:.2e}"
 
 
 def test_pytorch_path_refuses_a_launcher(tmp_path):
