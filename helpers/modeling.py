@@ -42,6 +42,9 @@ def _build_once(folder, build):
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}-"))
     try:
+        # mkdtemp's folder is private (0700); once renamed into place it is the cache, which
+        # other users (an instructor's graders, CI's unprivileged run) read like any new folder
+        tmp.chmod(0o777 & ~_umask())
         build(tmp)
         tmp.rename(folder)
     except OSError:
@@ -50,6 +53,12 @@ def _build_once(folder, build):
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return folder
+
+
+def _umask():
+    mask = os.umask(0)  # the only way to read it is to set it
+    os.umask(mask)
+    return mask
 
 
 def _train_tokenizer(folder):
