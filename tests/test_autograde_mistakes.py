@@ -6,8 +6,9 @@ MISTAKES holds, per exercise, mistakes students really make (off-by-one steps, a
 in batches, a missing zero_grad, loss.backward() instead of accelerator.backward(loss), macro
 F1, ...). To grade fewer notebooks, one submission carries one mistake of each exercise of a
 GROUP; exercises whose test calls another exercise's function are in different groups, so one
-mistake cannot hide another. Submissions run the lessons with small parameters (the editable
-parameters cell), as a student may; slow: about 25 lesson runs.
+mistake cannot hide another. Submissions of lessons 01-04 run with small parameters (the editable
+parameters cell), as a student may; lessons 05-09 are small as released. Slow: 54 lesson runs
+(about 7 minutes of the 18 runs of lessons 05-09 on a busy 2-core machine).
 """
 import copy
 import csv
@@ -22,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from autograde_toy import require_sandbox  # noqa: E402
-from test_autograde_lessons import REPO, points, release_with, solutions  # noqa: E402
+from test_autograde_lessons import LESSONS, REPO, points, release_with, solutions  # noqa: E402
 
 SMALL = {"sizes": '{"train": 48, "validation": 16, "test": 8}', "batch_size": "4",
          "epochs": "1", "memory_batch": "8"}
@@ -81,6 +82,48 @@ ACCUMULATE = ("        with accelerator.accumulate(model):\n            loss = m
               "            accelerator.backward({loss})\n            optimizer.step()\n"
               "            lr_scheduler.step()\n            optimizer.zero_grad()\n")
 GOOD_DUE = "(index + 1) % gradient_accumulation_steps == 0 or index + 1 == num_batches"
+
+CHECKPOINTED = "def checkpointed_forward(layers, hidden):\n{body}"
+COMPARE = ("def compare_gradients(model, batch, seed=0):\n    model.train()\n    grads = []\n"
+           "    for enabled in (False, True):\n{body}"
+           "        model(**batch).loss.backward()\n"
+           "        grads.append([p.grad.detach().clone() for p in model.parameters()])\n"
+           "    model.activation_checkpointing_disable()\n"
+           "    return max((a - b).abs().max().item() for a, b in zip(*grads))\n")
+ZERO = "        model.zero_grad(set_to_none=True)\n"
+SWITCH = ("        if enabled:\n            model.activation_checkpointing_enable()\n"
+          "        else:\n            model.activation_checkpointing_disable()\n")
+SEED = "        torch.manual_seed(seed)\n"
+ARGS_5 = ("def make_training_args(output_dir, batch_size, epochs):\n"
+          "    return TrainingArguments(output_dir=output_dir, {arguments}, report_to=\"none\")\n")
+SYNCS = "import math\n\ndef count_synchronisations(optimizer_steps, local_sgd_steps):\n    return {expression}\n"
+LOCAL_SGD = ("def train_one_epoch_local_sgd(accelerator, model, optimizer, dataloader, lr_scheduler, local_sgd_steps):\n"
+             "    model.train()\n    losses = []\n"
+             "    with LocalSGD(accelerator=accelerator, model=model, local_sgd_steps={k}) as local_sgd:\n"
+             "        for batch in dataloader:\n            loss = model(**batch).loss\n"
+             "            accelerator.backward(loss)\n            optimizer.step()\n            lr_scheduler.step()\n"
+             "            optimizer.zero_grad()\n{sync}            losses.append(loss.item())\n    return losses\n")
+MIXED = "def mixed_precision_step(model, batch, optimizer, scaler, device_type, dtype):\n{body}    return loss.item()\n"
+AUTOCAST = "    with torch.autocast(device_type, dtype=dtype):\n        loss = model(**batch).loss\n"
+SCALED = "    scaler.scale(loss).backward()\n    scaler.step(optimizer)\n    scaler.update()\n    optimizer.zero_grad()\n"
+ARGS_7 = ("def make_training_args(output_dir, batch_size, epochs, use_cpu):\n"
+          "    return TrainingArguments(output_dir=output_dir, per_device_train_batch_size=batch_size,\n"
+          "                             num_train_epochs=epochs, {arguments}, report_to=\"none\")\n")
+STATE = "def optimizer_state_bytes(optimizer):\n    return {expression}\n"
+TENSORS = "for state in optimizer.state.values() for v in state.values() if isinstance(v, torch.Tensor)"
+ADAMW = "def adamw_state_bytes(model):\n    return {expression}\n"
+POINT = "def resume_point(completed_steps, batches_per_epoch):\n    return {expression}\n"
+RESUME = ("def resume_training(model, optimizer, dataloader, checkpoint_dir, epochs):\n"
+          "    accelerator, model, optimizer, dataloader, lr_scheduler, progress = helpers.prepare_resumable(\n"
+          "        model, dataloader, optimizer, epochs)\n{load}"
+          "    first_epoch, batches_done = resume_point(progress.completed_steps, len(dataloader))\n"
+          "    model.train()\n    for epoch in range(first_epoch, epochs):\n"
+          "        dataloader.set_epoch(epoch)\n        batches = {batches}\n"
+          "        for batch in batches:\n            loss = model(**batch).loss\n"
+          "            accelerator.backward(loss)\n            optimizer.step()\n            lr_scheduler.step()\n"
+          "            optimizer.zero_grad()\n            progress.completed_steps += 1\n    return model\n")
+LOAD = "    accelerator.load_state(checkpoint_dir)\n"
+SKIP = "accelerator.skip_first_batches(dataloader, batches_done)"
 
 # exercise grade_id -> [(what the student did wrong, their cell)]
 MISTAKES = {
@@ -178,6 +221,83 @@ MISTAKES = {
             arguments="eval_strategy='epoch', gradient_accumulation_steps=2, num_train_epochs=2, "
                       "per_device_train_batch_size=8, learning_rate=5e-4")),
     ],
+    "l5-checkpointed-forward": [
+        ("no checkpoint: every activation kept", CHECKPOINTED.format(
+            body="    for layer in layers:\n        hidden = layer(hidden)\n    return hidden\n")),
+        ("use_reentrant=True: the weights get no gradient", CHECKPOINTED.format(
+            body="    for layer in layers:\n        hidden = checkpoint(layer, hidden, use_reentrant=True)\n"
+                 "    return hidden\n")),
+        ("every layer gets the input, not the previous output", CHECKPOINTED.format(
+            body="    for layer in layers:\n        output = checkpoint(layer, hidden, use_reentrant=False)\n"
+                 "    return output\n")),
+    ],
+    "l5-compare-gradients": [
+        ("no manual_seed: dropout differs", COMPARE.format(body=ZERO + SWITCH)),
+        ("no zero_grad: the second pass adds to the first", COMPARE.format(body=SWITCH + SEED)),
+        ("checkpointing never switched on", COMPARE.format(body=ZERO + SEED)),
+    ],
+    "l5-make-training-args": [
+        ("the old name gradient_checkpointing", ARGS_5.format(
+            arguments="per_device_train_batch_size=batch_size, num_train_epochs=epochs, gradient_checkpointing=True")),
+        ("checkpointing not switched on", ARGS_5.format(
+            arguments="per_device_train_batch_size=batch_size, num_train_epochs=epochs")),
+        ("fixed numbers instead of the arguments", ARGS_5.format(
+            arguments="per_device_train_batch_size=8, num_train_epochs=2, activation_checkpointing=True")),
+    ],
+    "l6-count-synchronisations": [
+        ("the average at the end not counted", SYNCS.format(expression="optimizer_steps // local_sgd_steps")),
+        ("rounded up", SYNCS.format(expression="math.ceil(optimizer_steps / local_sgd_steps) + 1")),
+        ("a float, not an int", SYNCS.format(expression="optimizer_steps / local_sgd_steps + 1")),
+    ],
+    "l6-train-one-epoch-local-sgd": [
+        ("local_sgd.step() never called", LOCAL_SGD.format(k="local_sgd_steps", sync="")),
+        ("K fixed to 1", LOCAL_SGD.format(k="1", sync="            local_sgd.step()\n")),
+        ("no LocalSGD: plain data-parallel training", TRAIN_2.format(body=step_body(
+            backward="accelerator.backward(loss)")).replace(
+            "def train_one_epoch_accelerated(accelerator, model, optimizer, dataloader, lr_scheduler):",
+            "def train_one_epoch_local_sgd(accelerator, model, optimizer, dataloader, lr_scheduler, local_sgd_steps):")),
+    ],
+    "l7-mixed-precision-step": [
+        ("the model converted to bfloat16", MIXED.format(
+            body="    model.to(dtype)\n    loss = model(**batch).loss\n" + SCALED)),
+        ("backward and step without the scaler", MIXED.format(
+            body=AUTOCAST + "    loss.backward()\n    optimizer.step()\n    optimizer.zero_grad()\n")),
+        ("the forward pass outside autocast", MIXED.format(body="    loss = model(**batch).loss\n" + SCALED)),
+    ],
+    "l7-make-training-args": [
+        ("fp16 instead of bf16", ARGS_7.format(arguments="fp16=True, use_cpu=use_cpu")),
+        ("use_cpu not passed", ARGS_7.format(arguments="bf16=True")),
+        ("no mixed precision", ARGS_7.format(arguments="use_cpu=use_cpu")),
+    ],
+    "l8-optimizer-state-bytes": [
+        ("numbers counted, not bytes", STATE.format(expression=f"sum(v.numel() {TENSORS})")),
+        ("the weights counted, not the state", STATE.format(
+            expression="sum(p.numel() * p.element_size() for group in optimizer.param_groups for p in group['params'])")),
+        ("4 bytes per number, whatever the dtype", STATE.format(expression=f"sum(v.numel() * 4 {TENSORS})")),
+    ],
+    "l8-adamw-state-bytes": [
+        ("no step counter", ADAMW.format(
+            expression="sum(2 * p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)")),
+        ("one moment", ADAMW.format(
+            expression="sum(p.numel() * p.element_size() + 4 for p in model.parameters() if p.requires_grad)")),
+        ("frozen parameters counted", ADAMW.format(
+            expression="sum(2 * p.numel() * p.element_size() + 4 for p in model.parameters())")),
+    ],
+    "l9-resume-point": [
+        ("the order swapped", POINT.format(
+            expression="completed_steps % batches_per_epoch, completed_steps // batches_per_epoch")),
+        ("epochs counted from 1", POINT.format(
+            expression="completed_steps // batches_per_epoch + 1, completed_steps % batches_per_epoch")),
+        ("all steps, not those of the epoch", POINT.format(
+            expression="completed_steps // batches_per_epoch, completed_steps")),
+    ],
+    "l9-resume-training": [
+        ("no skip_first_batches: the epoch's first batches trained twice", RESUME.format(
+            load=LOAD, batches="dataloader")),
+        ("skip_first_batches in every epoch", RESUME.format(load=LOAD, batches=SKIP)),
+        ("the checkpoint never loaded", RESUME.format(
+            load="", batches=f"{SKIP} if epoch == first_epoch else dataloader")),
+    ],
 }
 # One submission holds one mistake of each exercise in a group (round k: the k-th of each).
 GROUPS = {
@@ -187,7 +307,15 @@ GROUPS = {
                                   "l3-train-with-accelerator-accumulating"],
                                  ["l3-train-one-epoch-accumulating"]],
     "04_trainer": [["l4-compute-metrics", "l4-make-training-args"]],
+    "05_gradient_checkpointing": [["l5-checkpointed-forward", "l5-compare-gradients", "l5-make-training-args"]],
+    "06_local_sgd": [["l6-count-synchronisations", "l6-train-one-epoch-local-sgd"]],
+    "07_mixed_precision": [["l7-mixed-precision-step", "l7-make-training-args"]],
+    "08_optimizers": [["l8-optimizer-state-bytes", "l8-adamw-state-bytes"]],
+    "09_checkpoint_resume": [["l9-resume-point"], ["l9-resume-training"]],
 }
+# Lessons 01-04 are also graded shrunk (their parameters cell edited) and restructured; the rules
+# those cases test do not depend on the lesson, so lessons 05-09, small already, run as released.
+SHRUNK = ["01_basic_loop", "02_accelerator", "03_gradient_accumulation", "04_trainer"]
 
 
 def grading_cell_of(exercise):
@@ -230,25 +358,28 @@ def submissions():
     cases = {}
     for lesson, groups in GROUPS.items():
         answers = solutions(lesson)
-        cases[("perfect-small", lesson)] = (small(release_with(lesson, answers)), {})
-        for how in STRUCTURES:
-            cases[(how, lesson)] = (restructured(small(release_with(lesson, answers)), how), {})
+        prepared = small if lesson in SHRUNK else (lambda nb: nb)
+        if lesson in SHRUNK:
+            cases[("perfect-small", lesson)] = (small(release_with(lesson, answers)), {})
+            for how in STRUCTURES:
+                cases[(how, lesson)] = (restructured(small(release_with(lesson, answers)), how), {})
         for number, group in enumerate(groups):
             for round_ in range(max(len(MISTAKES[e]) for e in group)):
                 chosen = {e: MISTAKES[e][round_] for e in group if round_ < len(MISTAKES[e])}
-                nb = small(release_with(lesson, dict(answers, **{e: m[1] for e, m in chosen.items()})))
+                nb = prepared(release_with(lesson, dict(answers, **{e: m[1] for e, m in chosen.items()})))
                 cases[(f"mistakes-{number}-{round_}", lesson)] = (nb, {e: m[0] for e, m in chosen.items()})
     return cases
 
 
 def test_every_exercise_has_three_mistakes():
     lessons = {e.split("-")[0] for e in MISTAKES}
+    assert set(GROUPS) == set(LESSONS), "every lesson has its mistakes"
     for lesson in GROUPS:
         exercises = [g for g in solutions(lesson) if g]
         assert set(exercises) == {e for g in GROUPS[lesson] for e in g}, lesson
         for exercise in exercises:
             assert len(MISTAKES[exercise]) >= 3, exercise
-    assert lessons == {"l1", "l2", "l3", "l4"}
+    assert lessons == {f"l{int(lesson[:2])}" for lesson in LESSONS}
 
 
 @pytest.fixture(scope="module")
@@ -280,14 +411,14 @@ def graded_mistakes():
     shutil.rmtree(root, ignore_errors=True)
 
 
-@pytest.mark.parametrize("lesson", list(GROUPS))
+@pytest.mark.parametrize("lesson", SHRUNK)
 def test_perfect_answers_keep_full_marks(graded_mistakes, lesson):
     _, scores, rows = graded_mistakes
     assert scores[("perfect-small", lesson)][0] == sum(points(lesson).values()), scores[("perfect-small", lesson)]
     assert rows[("perfect-small", lesson)]["status"] == "graded", rows[("perfect-small", lesson)]
 
 
-@pytest.mark.parametrize("lesson", list(GROUPS))
+@pytest.mark.parametrize("lesson", SHRUNK)
 @pytest.mark.parametrize("how", STRUCTURES)
 def test_deleted_duplicated_or_moved_tests_grade_the_same(graded_mistakes, lesson, how):
     _, scores, rows = graded_mistakes
