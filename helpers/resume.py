@@ -150,13 +150,13 @@ def measure_resume(tokenized_train, tokenizer, folder, *, model_name=None, batch
     whole, whole_history = run(folder / "uninterrupted")
     rows = [{"run": "uninterrupted", "optimizer_steps": whole_history.optimizer_steps,
              "loss": whole_history.loss, "max_weight_difference": 0.0}]
+    checkpoint_dir = folder / "interrupted"
+    _, before = run(checkpoint_dir, save_every=save_every, stop_after=stop_after)
+    saved_steps = stop_after - stop_after % save_every  # the run goes on from its last checkpoint
     for name, options in (("resumed", {}), ("resumed without skip_first_batches", {"skip_batches": False})):
-        checkpoint_dir = folder / name.replace(" ", "_")
-        _, before = run(checkpoint_dir, save_every=save_every, stop_after=stop_after)
-        saved_steps = stop_after - stop_after % save_every  # the run goes on from its last checkpoint
         torch.manual_seed(1)  # as in a new process: another global random state
-        parameters, after = run(checkpoint_dir, resume=True, **options)
+        parameters, after = run(checkpoint_dir, resume=True, **options)  # reads the checkpoint only
         rows.append({"run": name, "optimizer_steps": saved_steps + after.optimizer_steps,
                      "loss": before.loss[:saved_steps] + after.loss,
                      "max_weight_difference": parameter_difference(whole, parameters)})
-    return rows, checkpoint_bytes(folder / "resumed")
+    return rows, checkpoint_bytes(checkpoint_dir)

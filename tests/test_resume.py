@@ -92,3 +92,18 @@ def test_trainer_resumes_to_the_same_weights(data, tokenizer, tmp_path):
     assert resumed.state.global_step == 12
     assert parameter_difference(model, model_resumed) == 0.0
     assert parameter_difference(model, model_cut) > 1e-5
+
+
+def test_the_lessons_measurement_shows_what_resuming_with_and_without_skipping_gives(data, tokenizer, tmp_path):
+    """helpers.measure_resume, which lesson 9 plots: 6 batches per epoch, 2 epochs, a crash after 5
+    steps with the last checkpoint at 4: both resumed runs go on from step 4."""
+    rows, checkpoint = resume.measure_resume(data["train"], tokenizer, tmp_path, batch_size=8, epochs=2,
+                                             stop_after=5, save_every=4)
+    runs = {row["run"]: row for row in rows}
+    assert runs["uninterrupted"]["optimizer_steps"] == 12
+    assert runs["resumed"]["optimizer_steps"] == 12 and runs["resumed"]["max_weight_difference"] == 0.0
+    assert runs["resumed"]["loss"] == runs["uninterrupted"]["loss"]
+    skipped_nothing = runs["resumed without skip_first_batches"]
+    assert skipped_nothing["optimizer_steps"] == 4 + 6 + 6, "the 4 batches of epoch 1 are trained again"
+    assert skipped_nothing["max_weight_difference"] > 1e-5
+    assert {"model.safetensors", "optimizer.bin"} <= set(checkpoint)
