@@ -17,20 +17,33 @@ from ..paths import BUILD
 from .common import machine
 from .grading import figure_grading
 from .notebooks import figure_collection
+from .techniques import figure_checkpointing, figure_local_sgd, figure_optimizers, figure_precision
 from .training import figure_learning, figure_memory, figure_overhead
 
-FIGURES = {1: figure_collection, 2: figure_grading, 3: figure_overhead, 4: figure_memory, 5: figure_learning}
-TITLES = {1: "Collection", 2: "Grading", 3: "Training core", 4: "Memory", 5: "Learning"}
+FIGURES = {1: figure_collection, 2: figure_grading, 3: figure_overhead, 4: figure_memory, 5: figure_learning,
+           6: figure_checkpointing, 7: figure_precision, 8: figure_optimizers, 9: figure_local_sgd}
+TITLES = {1: "Collection", 2: "Grading", 3: "Training core", 4: "Memory", 5: "Learning",
+          6: "Gradient checkpointing", 7: "Mixed precision", 8: "Optimizers", 9: "Local SGD"}
 FULL = dict(repeats=3, submissions=20, jobs=None, warm_up=True,
             overhead_sizes={"train": 640, "validation": 16, "test": 8}, overhead_batch_size=16,
             memory_sizes={"train": 128, "validation": 8, "test": 8}, memory_batch=64, memory_steps=(1, 2, 4, 8),
             learning_sizes=None, learning_batch_size=32, learning_epochs=3, learning_seeds=3,
-            learning_points_per_epoch=4)
+            learning_points_per_epoch=4, step_repeats=3,
+            checkpointing_sizes={"train": 128, "validation": 8, "test": 8}, checkpointing_batch_sizes=(8, 16, 32, 64, 128),
+            precision_sizes={"train": 64, "validation": 8, "test": 8}, precision_batch_size=64,
+            optimizer_sizes={"train": 128, "validation": 8, "test": 8}, optimizer_batch_size=16,
+            local_sgd_sizes={"train": 1024, "validation": 8, "test": 8}, local_sgd_batch_size=8,
+            local_sgd_steps=(1, 4, 16), local_sgd_last_losses=8)
 TINY = dict(repeats=1, submissions=2, jobs=2, warm_up=False,
             overhead_sizes={"train": 24, "validation": 8, "test": 8}, overhead_batch_size=8,
             memory_sizes={"train": 16, "validation": 8, "test": 8}, memory_batch=8, memory_steps=(1, 2),
             learning_sizes={"train": 32, "validation": 16, "test": 8}, learning_batch_size=16, learning_epochs=1,
-            learning_seeds=1, learning_points_per_epoch=2)
+            learning_seeds=1, learning_points_per_epoch=2, step_repeats=1,
+            checkpointing_sizes={"train": 8, "validation": 8, "test": 8}, checkpointing_batch_sizes=(4, 8),
+            precision_sizes={"train": 8, "validation": 8, "test": 8}, precision_batch_size=8,
+            optimizer_sizes={"train": 16, "validation": 8, "test": 8}, optimizer_batch_size=8,
+            local_sgd_sizes={"train": 32, "validation": 8, "test": 8}, local_sgd_batch_size=4,
+            local_sgd_steps=(2,), local_sgd_last_losses=2)
 
 
 def run(out, figures=tuple(FIGURES), tiny=False, repeats=None, jobs=None, threads=1):
