@@ -56,7 +56,7 @@ def figure_checkpointing(setting, folder):
     axis.set(xticks=batch_sizes, xticklabels=[str(b) for b in batch_sizes], xlabel="batch size",
              ylabel="with / without checkpointing", title="Gradient checkpointing on the default model")
     axis.grid(alpha=0.3)
-    axis.legend()
+    axis.legend(loc="center right")
     figure.plot = save_plot(plot, folder, "checkpointing.png")
     figure.method = (
         f"helpers.checkpointing.measure_checkpointing on the default model (fresh weights every round), batches of "
@@ -185,14 +185,16 @@ def figure_local_sgd(setting, folder):
         + ", ".join(f"K={k} {saved[k]:.2f}x" for k in steps)
         + f"; final training loss against data parallel's {final[None]:.3f}: "
         + ", ".join(f"K={k} {final[k] / final[None]:.2f}x" for k in steps) + " (n=1: counts are deterministic).")
-    plot, axis = new_plot()
-    for row in rows:
-        k = row["local_sgd_steps"]
-        axis.plot(range(1, len(row["loss"]) + 1), row["loss"], label="data parallel" if k is None else f"K={k}")
-    axis.set(xlabel="optimizer step", ylabel="training loss (mean of the processes)",
-             title="Local SGD against data-parallel training, 2 CPU processes")
-    axis.grid(alpha=0.3)
-    axis.legend()
+    names = ["data parallel" if row["local_sgd_steps"] is None else f"K={row['local_sgd_steps']}" for row in rows]
+    plot, (count_axis, loss_axis) = new_plot(10, 3.8, columns=2)
+    count_axis.bar(names, [row["synchronisations"] for row in rows])
+    count_axis.set(ylabel="synchronisations in the run", title="What local SGD saves: synchronisations")
+    for name, row in zip(names, rows):
+        loss_axis.plot(range(1, len(row["loss"]) + 1), row["loss"], label=name, linewidth=1)
+    loss_axis.set(xlabel="optimizer step", ylabel="training loss (mean of the 2 processes)",
+                  title="What it does to the loss")
+    loss_axis.grid(alpha=0.3)
+    loss_axis.legend()
     figure.plot = save_plot(plot, folder, "local_sgd.png")
     figure.method = (
         f"helpers.measure_local_sgd: 2 CPU processes (gloo), the default model with dropout off, the same start and "
