@@ -64,7 +64,8 @@ def figure_checkpointing(setting, folder):
         "real optimizer step with Adam (helpers.measure_peak_memory, torch's allocator, weights not counted), "
         f"checkpointing off and on. Time: forward + backward, the two settings taking turns, median of "
         f"{setting['step_repeats']} passes after a warm-up. {setting['repeats']} rounds; each ratio is taken "
-        "within a round.")
+        "within a round. Where both peaks are the same, the peak is Adam's step (gradients and two moments, about "
+        "3 x 4 bytes per parameter), not the activations that checkpointing drops.")
     return figure
 
 
@@ -156,8 +157,9 @@ def figure_optimizers(setting, folder):
         "forked child process (bitsandbytes' import would stop figure 9 from starting its processes). The bytes are "
         "summed over every tensor in optimizer.state after training (helpers.optimizer_state_bytes) and divided by "
         "the number of trained parameters. Adafactor runs as make_optimizer builds it (no first moment, beta1=None; "
-        "a matrix keeps one mean per row and per column of the second moment). They depend on the shapes only, not on the data or the machine: one run "
-        "is exact, so n=1. The loss column is a sanity check, not a comparison: a few steps, one seed.")
+        "a matrix keeps one mean per row and per column of the second moment). The bytes depend on the shapes "
+        "only, not on the data or the machine: one run is exact, so n=1. The loss column is a sanity check, not a "
+        "comparison: a few steps, one seed.")
     return figure
 
 
