@@ -52,7 +52,7 @@ autograde: setup bwrap ## grade a class: make autograde SUBMISSIONS=<folder or L
 merge: setup ## combine sharded grading: make merge SHARDS="<OUT of shard 1> <OUT of shard 2> ..." OUT=<new folder>
 	$(PYTHON) -m autograde.shards --out "$(OUT)" $(SHARDS)
 
-bench: setup ## measure speed, memory and learning into build/bench/report.md
+bench: setup ## measure speed, memory, learning and each technique into build/bench/report.md
 	$(PYTHON) -m course.bench
 
 clean: ## remove build outputs and caches (keeps .venv)

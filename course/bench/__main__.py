@@ -1,11 +1,14 @@
-"""`make bench`: measure speed, memory and learning into build/bench/report.md, with plots beside it.
+"""`make bench`: measure speed, memory, learning and each technique into build/bench/report.md, with plots.
 
-    python -m course.bench                      # all five figures, 3 repeats (about 15-25 minutes)
-    python -m course.bench --figures 3 4 5      # some of them
+    python -m course.bench                      # all nine figures, 3 repeats (about 35-55 minutes)
+    python -m course.bench --figures 6 7 8 9    # some of them (the techniques of lessons 05-08: 3 minutes)
     python -m course.bench --tiny --out DIR     # every code path in seconds (tests/test_bench.py)
 
 Every figure is a ratio of two things measured side by side in the same run, repeated; the report
 gives the median and the spread [min-max] of the repeats, and says how each was measured.
+Figures 1-5 measure the course's machinery (collection, grading, training core, memory, learning);
+figures 6-9 what each technique buys and costs (course/bench/techniques.py): gradient checkpointing,
+bfloat16 against float32, optimizer-state bytes per parameter, local SGD's synchronisations.
 """
 import argparse
 import sys
@@ -17,26 +20,40 @@ from ..paths import BUILD
 from .common import machine
 from .grading import figure_grading
 from .notebooks import figure_collection
+from .techniques import figure_checkpointing, figure_local_sgd, figure_optimizers, figure_precision
 from .training import figure_learning, figure_memory, figure_overhead
 
-FIGURES = {1: figure_collection, 2: figure_grading, 3: figure_overhead, 4: figure_memory, 5: figure_learning}
-TITLES = {1: "Collection", 2: "Grading", 3: "Training core", 4: "Memory", 5: "Learning"}
+FIGURES = {1: figure_collection, 2: figure_grading, 3: figure_overhead, 4: figure_memory, 5: figure_learning,
+           6: figure_checkpointing, 7: figure_precision, 8: figure_optimizers, 9: figure_local_sgd}
+TITLES = {1: "Collection", 2: "Grading", 3: "Training core", 4: "Memory", 5: "Learning",
+          6: "Gradient checkpointing", 7: "Mixed precision", 8: "Optimizers", 9: "Local SGD"}
 FULL = dict(repeats=3, submissions=20, jobs=None, warm_up=True,
             overhead_sizes={"train": 640, "validation": 16, "test": 8}, overhead_batch_size=16,
             memory_sizes={"train": 128, "validation": 8, "test": 8}, memory_batch=64, memory_steps=(1, 2, 4, 8),
             learning_sizes=None, learning_batch_size=32, learning_epochs=3, learning_seeds=3,
-            learning_points_per_epoch=4)
+            learning_points_per_epoch=4, step_repeats=3,
+            checkpointing_sizes={"train": 128, "validation": 8, "test": 8},
+            checkpointing_batch_sizes=(8, 16, 32, 64, 128),
+            precision_sizes={"train": 64, "validation": 8, "test": 8}, precision_batch_size=64,
+            optimizer_sizes={"train": 128, "validation": 8, "test": 8}, optimizer_batch_size=16,
+            local_sgd_sizes={"train": 1024, "validation": 8, "test": 8}, local_sgd_batch_size=8,
+            local_sgd_steps=(1, 4, 16), local_sgd_last_losses=8)
 TINY = dict(repeats=1, submissions=2, jobs=2, warm_up=False,
             overhead_sizes={"train": 24, "validation": 8, "test": 8}, overhead_batch_size=8,
             memory_sizes={"train": 16, "validation": 8, "test": 8}, memory_batch=8, memory_steps=(1, 2),
             learning_sizes={"train": 32, "validation": 16, "test": 8}, learning_batch_size=16, learning_epochs=1,
-            learning_seeds=1, learning_points_per_epoch=2)
+            learning_seeds=1, learning_points_per_epoch=2, step_repeats=1,
+            checkpointing_sizes={"train": 8, "validation": 8, "test": 8}, checkpointing_batch_sizes=(4, 8),
+            precision_sizes={"train": 8, "validation": 8, "test": 8}, precision_batch_size=8,
+            optimizer_sizes={"train": 16, "validation": 8, "test": 8}, optimizer_batch_size=8,
+            local_sgd_sizes={"train": 32, "validation": 8, "test": 8}, local_sgd_batch_size=4,
+            local_sgd_steps=(2,), local_sgd_last_losses=2)
 
 
 def run(out, figures=tuple(FIGURES), tiny=False, repeats=None, jobs=None, threads=1):
     """Measure `figures` and write out/report.md with the plots; returns the Figure objects.
 
-    `threads`: torch's intra-op threads for figures 3-5 (None: torch's default). One by default:
+    `threads`: torch's intra-op threads for figures 3-9 (None: torch's default). One by default:
     on a busy machine OpenMP's spinning threads made a 2-thread step up to 20x slower, at random.
     """
     import torch
@@ -111,7 +128,7 @@ def render(figures, about, setting, tiny, seconds):
               "- Times are wall-clock (`time.perf_counter`) unless a table says CPU seconds. The machine may be "
               "shared: the load average at the start is above; ratios taken within one round cancel most "
               "of the drift that a busy machine adds, and the spread shows what is left.",
-              "- Figures 3-5 run in this process with the torch threads given above (`--threads`, default 1): "
+              "- Figures 3-9 run in this process with the torch threads given above (`--threads`, default 1): "
               "on a shared machine, 2 OpenMP threads that spin while the other is descheduled made a training "
               "step up to 20x slower at random; the kernels of figures 1-2 keep torch's default.",
               "- Memory is measured, not computed from shapes: see figure 4 and `helpers/memory.py`.",
@@ -128,7 +145,7 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=None, help="rounds per figure (default 3)")
     parser.add_argument("--jobs", type=int, default=None, help="make autograde's --jobs (default: nproc)")
     parser.add_argument("--threads", type=int, default=1,
-                        help="torch threads for figures 3-5 (default 1; 0: torch's default)")
+                        help="torch threads for figures 3-9 (default 1; 0: torch's default)")
     parser.add_argument("--tiny", action="store_true", help="a few seconds per figure: checks the code only")
     options = parser.parse_args(argv)
     figures = run(options.out, options.figures, options.tiny, options.repeats, options.jobs,

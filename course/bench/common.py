@@ -94,5 +94,6 @@ def save_plot(figure, folder, name):
     return name
 
 
-def new_plot(width=6.5, height=3.8):
-    return plt.subplots(figsize=(width, height))
+def new_plot(width=6.5, height=3.8, columns=1):
+    """(figure, axis), or (figure, axes) side by side when columns > 1."""
+    return plt.subplots(1, columns, figsize=(width, height))
