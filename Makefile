@@ -40,8 +40,9 @@ test: setup $(CHROMIUM) bwrap ## run the test suite
 quick: setup ## the fast tests only (pytest -m "not slow"): a few minutes, for day-to-day work
 	$(PYTHON) -m pytest -m "not slow"
 
+# one torch thread per kernel: see course/run.py (two threads crawl on a busy machine)
 lab: setup ## open the student notebooks in JupyterLab, with nbgrader's panels
-	JUPYTER_CONFIG_PATH=$(CURDIR)/jupyter $(VENV)/bin/jupyter lab notebooks/
+	OMP_NUM_THREADS=1 JUPYTER_CONFIG_PATH=$(CURDIR)/jupyter $(VENV)/bin/jupyter lab notebooks/
 
 release: setup ## regenerate the student notebooks/ from solutions/ with nbgrader
 	$(PYTHON) -m course.release

@@ -9,6 +9,7 @@ Prints one line per notebook (name, seconds, status) and exits 1 if any cell fai
 Values after -p are read as YAML: 2e-5 is a number, null is None, {train: 64} is a dict.
 """
 import argparse
+import os
 import resource
 import sys
 import time
@@ -19,6 +20,10 @@ import yaml
 from .paths import BUILD, ROOT, lesson_notebooks
 
 OUT = BUILD / "run"
+# One torch thread per kernel. The course's model is small, so a second thread gains little; on a
+# busy machine (CI, a laptop running a browser) two OpenMP threads that spin-wait for each other
+# made lesson 9's measurement 20x slower (157 s against 7.6 s with one thread, same load).
+KERNEL_THREADS = "1"
 
 
 def children_cpu_seconds():
@@ -34,6 +39,8 @@ def run_notebook(notebook, out=OUT, parameters=None):
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
+    threads = os.environ.get("OMP_NUM_THREADS")
+    os.environ["OMP_NUM_THREADS"] = KERNEL_THREADS  # the kernel inherits this process's environment
     try:
         papermill.execute_notebook(
             str(notebook), str(out / notebook.name), parameters=parameters or {},
@@ -42,6 +49,11 @@ def run_notebook(notebook, out=OUT, parameters=None):
         return time.perf_counter() - start, f"cell {error.exec_count}: {error.ename}: {error.evalue}"
     except Exception as error:  # the kernel died, a timeout, a missing kernel ...
         return time.perf_counter() - start, f"{type(error).__name__}: {error}"
+    finally:
+        if threads is None:
+            os.environ.pop("OMP_NUM_THREADS")
+        else:
+            os.environ["OMP_NUM_THREADS"] = threads
     return time.perf_counter() - start, None
 
 

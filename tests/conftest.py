@@ -4,6 +4,9 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# one torch thread, in this process and the ones it starts (kernels, torchrun, notebook_launcher):
+# on a busy machine two OpenMP threads that spin-wait for each other crawl (see course/run.py)
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import pytest  # noqa: E402
 
