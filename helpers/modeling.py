@@ -42,10 +42,8 @@ def _build_once(folder, build):
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}-"))
     try:
-        # mkdtemp's folder is private (0700); once renamed into place it is the cache, which
-        # other users (an instructor's graders, CI's unprivileged run) read like any new folder
-        tmp.chmod(0o777 & ~_umask())
         build(tmp)
+        _open_like_new_files(tmp)
         tmp.rename(folder)
     except OSError:
         if not folder.is_dir():  # lost a race only if another process finished first
@@ -55,10 +53,16 @@ def _build_once(folder, build):
     return folder
 
 
-def _umask():
-    mask = os.umask(0)  # the only way to read it is to set it
+def _open_like_new_files(folder):
+    """Give `folder` and all in it the modes of a new folder and new files (umask applied).
+
+    Other users read the cache (an instructor's graders, CI's unprivileged run), but mkdtemp makes
+    the folder private (0700) and safetensors writes model.safetensors private (0600).
+    """
+    mask = os.umask(0)  # the only way to read the umask is to set it
     os.umask(mask)
-    return mask
+    for path in [folder, *folder.rglob("*")]:
+        path.chmod((0o777 if path.is_dir() else 0o666) & ~mask)
 
 
 def _train_tokenizer(folder):

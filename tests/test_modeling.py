@@ -54,15 +54,20 @@ def test_loss_honours_num_items_in_batch(small_data, tokenizer):
     assert torch.allclose(counted, mean_loss * 4 / 8)
 
 
-def test_a_built_cache_folder_is_as_open_as_any_new_folder(tmp_path):
-    """Other users read the cache (an instructor's graders, CI's unprivileged run): the private
-    temporary folder it is built in must not stay private once it is renamed into place."""
+def test_a_built_cache_is_as_open_as_any_new_folder_and_file(tmp_path):
+    """Other users read the cache (an instructor's graders, CI's unprivileged run): neither the
+    private temporary folder it is built in nor safetensors' private files may stay private."""
+    from safetensors.torch import save_file
+
     from helpers.modeling import _build_once
 
     def build(folder):
-        (folder / "weights").write_text("w")
+        (folder / "sub").mkdir()
+        save_file({"weight": torch.zeros(2)}, folder / "sub" / "model.safetensors")
 
     built = _build_once(tmp_path / "cache" / "model", build)
     (tmp_path / "plain").mkdir()
-    assert built.stat().st_mode == (tmp_path / "plain").stat().st_mode
-    assert (built / "weights").read_text() == "w"
+    (tmp_path / "plain" / "file").write_text("")
+    folder_mode, file_mode = ((tmp_path / "plain").stat().st_mode, (tmp_path / "plain" / "file").stat().st_mode)
+    assert built.stat().st_mode == (built / "sub").stat().st_mode == folder_mode
+    assert (built / "sub" / "model.safetensors").stat().st_mode == file_mode
