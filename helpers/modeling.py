@@ -20,7 +20,7 @@ from .checks import require_positive_int
 from .pretraining import SETTINGS, make_pretraining_pairs, pretrain
 
 # Bump when the default tokenizer or model changes, so old caches are not used.
-DEFAULT_VERSION = "v12"
+DEFAULT_VERSION = "v13"
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 DEFAULT_CONFIG = dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=8,
                       intermediate_size=512, max_position_embeddings=64)

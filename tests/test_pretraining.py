@@ -49,19 +49,25 @@ def test_a_different_seed_alone_would_not_keep_the_splits_apart(pretraining_sent
 
 
 def test_default_model_has_the_pretrained_encoder_and_a_new_head():
+    """As distilbert-base-cased's: the head (pooler + classifier, distilbert's pre_classifier +
+    classifier) is new, every other weight is pre-trained."""
     folder = modeling.cache_dir() / "model"
     helpers.load_model()  # builds the cache on first use
     saved = load_file(folder / "model.safetensors")
     with helpers.quiet():
         _, info = AutoModelForSequenceClassification.from_pretrained(folder, output_loading_info=True)
-    assert set(info["missing_keys"]) == {"classifier.weight", "classifier.bias"}, "only the head is new"
+    head = {"bert.pooler.dense.weight", "bert.pooler.dense.bias", "classifier.weight", "classifier.bias"}
+    assert set(info["missing_keys"]) == head, "only the head is new"
     model = helpers.load_model()
-    encoder = {name: value for name, value in model.state_dict().items() if name.startswith("bert.")}
+    encoder = {name: value for name, value in model.state_dict().items()
+               if name.startswith("bert.") and name not in head}
     assert len(encoder) > 20 and all(torch.equal(value, saved[name]) for name, value in encoder.items()), (
         "every encoder weight comes from the pre-training")
-    assert model.classifier.bias.abs().max() == 0 and 0.01 < model.classifier.weight.std() < 0.03, (
-        "the head starts as BERT initialises it: zero bias, weights of standard deviation 0.02")
+    for layer in (model.bert.pooler.dense, model.classifier):
+        assert layer.bias.abs().max() == 0 and 0.01 < layer.weight.std() < 0.03, (
+            "the head starts as BERT initialises it: zero bias, weights of standard deviation 0.02")
     assert model.config.pretraining["steps"] == pretraining.SETTINGS["steps"]
+    assert model.config.attention_probs_dropout_prob == 0.1, "fine-tuning gets BERT's dropout back"
 
 
 def test_the_new_head_is_the_same_every_time_and_leaves_the_callers_random_numbers_alone():
@@ -105,3 +111,20 @@ def test_masking_hides_only_ordinary_tokens(tokenizer):
     share = (labels != -100).sum() / (~special).sum()
     assert 0.1 < share < 0.2, f"BERT hides 15% of the tokens, here {share:.2f}"
     assert (masked[labels != -100] == tokenizer.mask_token_id).float().mean() > 0.7
+
+
+def test_changed_facts_and_word_partners_are_labelled(tokenizer):
+    a = "Anna then gave 3 books to Budi , in Delft on Monday ."
+    b = "Budi then handed 5 books to Anna , in Delft on Monday as planned ."
+    changed_a, changed_b = pretraining.changed_words(a, b)
+    # swapped roles and another number are changed facts; "gave" / "handed" and the ending are not
+    assert [w for w, c in zip(a.split(), changed_a) if c] == ["Anna", "3", "Budi"]
+    assert [w for w, c in zip(b.split(), changed_b) if c] == ["Budi", "5", "Anna"]
+    encoding = tokenizer(a, b).encodings[0]
+    partner, fact = pretraining.word_targets(encoding, a, b)
+    tokens = encoding.tokens
+    lined_up = [(tokens[p], tokens[q]) for p, q in enumerate(partner) if q != -100]
+    assert ("gave", "handed") in lined_up and ("handed", "gave") in lined_up and ("Delft", "Delft") in lined_up
+    assert len(lined_up) == 2 * (len(a.split()) - 1), "every word but the final '.' has a partner"
+    assert fact[tokens.index("[CLS]")] == -100 and fact[tokens.index("planned")] == 0
+    assert sum(f == 1 for f in fact) == 6
