@@ -86,7 +86,6 @@ def measure_peak_memory(model, dataset, tokenizer, micro_batch_size, gradient_ac
             peak = _peak_resident_set(one_optimizer_step)
     finally:
         optimizer.zero_grad(set_to_none=True)
-        del optimizer
         model.load_state_dict(saved)
         model.train(was_training)
     return peak / MIB
