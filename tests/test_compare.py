@@ -12,8 +12,10 @@ def test_every_path_is_compared_with_the_same_optimizer_steps(capsys, progress):
                                         "accelerator.accumulate", "Trainer"]
     assert {row[1] for row in rows} == {4}, "64 examples at an effective batch of 16"
     assert all(history.optimizer_steps == 4 for history in histories.values())
+    assert all(row[4] > 0 for row in rows), f"every path's training seconds are measured: {rows}"
     printed = capsys.readouterr()
     assert "'loss'" not in printed.out + printed.err, "no log line per optimizer step"
+    assert "LOAD REPORT" not in printed.out + printed.err, "the new head is expected: no load report"
     bars = printed.err.count(" 0/4 [")  # tqdm prints a bar's empty state once, when it starts
     assert bars == (5 if progress else 0), f"expected a bar per path, found {bars}:\n{printed.err[-2000:]}"
     assert len(format_table(rows).splitlines()) == 2 + len(rows)
