@@ -96,6 +96,7 @@ def main(argv=None):
     parser.add_argument("--out", default=str(BUILD / "compare"), help="folder for the loss-curve plot")
     parser.add_argument("--epochs", type=int, default=FAST["epochs"])
     args = parser.parse_args(argv)
+    torch.set_num_threads(1)  # as the lessons' kernels (course/run.py): two threads crawl on a busy machine
     rows, histories = compare_paths(**{**FAST, "epochs": args.epochs})
     print(format_table(rows))
     out = Path(args.out)
