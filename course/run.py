@@ -14,6 +14,7 @@ import resource
 import sys
 import time
 from pathlib import Path
+from unittest import mock
 
 import yaml
 
@@ -39,21 +40,15 @@ def run_notebook(notebook, out=OUT, parameters=None):
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    threads = os.environ.get("OMP_NUM_THREADS")
-    os.environ["OMP_NUM_THREADS"] = KERNEL_THREADS  # the kernel inherits this process's environment
-    try:
-        papermill.execute_notebook(
-            str(notebook), str(out / notebook.name), parameters=parameters or {},
-            kernel_name="python3", cwd=str(ROOT), progress_bar=False, log_output=False)
+    try:  # the kernel inherits this process's environment, for this call only
+        with mock.patch.dict(os.environ, OMP_NUM_THREADS=KERNEL_THREADS):
+            papermill.execute_notebook(
+                str(notebook), str(out / notebook.name), parameters=parameters or {},
+                kernel_name="python3", cwd=str(ROOT), progress_bar=False, log_output=False)
     except papermill.PapermillExecutionError as error:
         return time.perf_counter() - start, f"cell {error.exec_count}: {error.ename}: {error.evalue}"
     except Exception as error:  # the kernel died, a timeout, a missing kernel ...
         return time.perf_counter() - start, f"{type(error).__name__}: {error}"
-    finally:
-        if threads is None:
-            os.environ.pop("OMP_NUM_THREADS")
-        else:
-            os.environ["OMP_NUM_THREADS"] = threads
     return time.perf_counter() - start, None
 
 
