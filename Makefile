@@ -22,8 +22,7 @@ $(STAMP): pyproject.toml
 setup: $(STAMP) ## create .venv and install the course (quick when nothing changed)
 
 run: setup ## execute every lesson (solutions/) into build/run/, then compare the training paths
-	$(PYTHON) -m course.run
-	$(PYTHON) -m course.compare
+	$(PYTHON) -m course.run --compare
 
 # Debian's chromium for tests/test_browser.py: installed when root with apt, else the test is skipped and says how
 CHROMIUM := /usr/bin/chromium

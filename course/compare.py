@@ -95,9 +95,10 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description="Compare the course's training paths on the default data.")
     parser.add_argument("--out", default=str(BUILD / "compare"), help="folder for the loss-curve plot")
     parser.add_argument("--epochs", type=int, default=FAST["epochs"])
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)  # as the lessons' kernels (course/run.py): two threads crawl on a busy machine
-    rows, histories = compare_paths(**{**FAST, "epochs": args.epochs})
+    rows, histories = compare_paths(**{**FAST, "epochs": args.epochs}, progress=not args.no_progress)
     print(format_table(rows))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

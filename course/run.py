@@ -2,13 +2,19 @@
 
     python -m course.run                       # all lessons, fast default parameters
     python -m course.run 02_accelerator        # one lesson
+    python -m course.run --compare             # all lessons and course.compare, side by side (make run)
     python -m course.run -p model_name distilbert-base-cased -p data_name glue/mrpc \\
         -p sizes null -p learning_rate 2e-5                 # the slides' setting (online, GPU)
 
 Prints one line per notebook (name, seconds, status) and exits 1 if any cell failed.
 Values after -p are read as YAML: 2e-5 is a number, null is None, {train: 64} is a dict.
+Notebooks run side by side, one per CPU core (--jobs): each kernel uses one torch thread.
 """
 import argparse
+import concurrent.futures
+import contextlib
+import functools
+import io
 import os
 import resource
 import sys
@@ -52,24 +58,53 @@ def run_notebook(notebook, out=OUT, parameters=None):
     return time.perf_counter() - start, None
 
 
+def run_and_measure(notebook, out, parameters):
+    """run_notebook, plus the kernel's CPU seconds (a steadier measure on a busy machine).
+
+    Each call runs in its own worker process, so its children are this notebook's kernel only.
+    """
+    cpu = children_cpu_seconds()
+    seconds, error = run_notebook(notebook, out, parameters)
+    return seconds, children_cpu_seconds() - cpu, error
+
+
+def compare_quietly():
+    """course.compare's table, as text (printed after the lessons' lines, not between them)."""
+    from . import compare
+
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        compare.main(["--no-progress"])
+    return printed.getvalue()
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("lessons", nargs="*", help="lesson names (default: all)")
     parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
                         metavar=("NAME", "VALUE"), help="set a parameter of the notebooks")
     parser.add_argument("--out", default=str(OUT), help="folder for the executed notebooks")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count(),
+                        help="notebooks run side by side (default: one per CPU core)")
+    parser.add_argument("--compare", action="store_true",
+                        help="also compare the training paths (course.compare), side by side with the lessons")
     args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, got {args.jobs}")
     parameters = {name: yaml.safe_load(value) for name, value in args.parameter}
     out = Path(args.out).resolve()
-    failed = 0
-    for notebook in lesson_notebooks(args.lessons):
-        cpu = children_cpu_seconds()
-        seconds, error = run_notebook(notebook, out, parameters)
-        cpu = children_cpu_seconds() - cpu  # the kernel's CPU time: a steadier measure on a busy machine
-        failed += error is not None
-        status = "ok" if error is None else "FAILED: " + error
-        print(f"{notebook.stem:28s} {seconds:6.1f} s  (cpu {cpu:5.1f} s)  {status}", flush=True)
-    print(f"executed notebooks are in {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
+    notebooks = lesson_notebooks(args.lessons)
+    start, failed = time.perf_counter(), 0
+    with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        comparison = pool.submit(compare_quietly) if args.compare else None  # the longest job first
+        results = pool.map(functools.partial(run_and_measure, out=out, parameters=parameters), notebooks)
+        for notebook, (seconds, cpu, error) in zip(notebooks, results):  # in lesson order
+            failed += error is not None
+            status = "ok" if error is None else "FAILED: " + error
+            print(f"{notebook.stem:28s} {seconds:6.1f} s  (cpu {cpu:5.1f} s)  {status}", flush=True)
+        if comparison:
+            print("\nThe training paths compared (python -m course.compare):", comparison.result(), sep="\n")
+    print(f"{len(notebooks)} notebooks in {time.perf_counter() - start:.0f} s, {args.jobs} at a time; "
+          f"executed notebooks are in {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
     return 1 if failed else 0
 
 

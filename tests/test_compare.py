@@ -19,3 +19,15 @@ def test_every_path_is_compared_with_the_same_optimizer_steps(capsys, progress):
     bars = printed.err.count(" 0/4 [")  # tqdm prints a bar's empty state once, when it starts
     assert bars == (5 if progress else 0), f"expected a bar per path, found {bars}:\n{printed.err[-2000:]}"
     assert len(format_table(rows).splitlines()) == 2 + len(rows)
+
+
+def test_make_run_prints_the_table_after_the_lessons_without_progress_bars(monkeypatch, capsys):
+    from course import compare, run
+
+    monkeypatch.setattr(compare, "FAST", dict(sizes={"train": 64, "validation": 32, "test": 8}, epochs=1,
+                                              batch_size=16, learning_rate=5e-4))
+    table = run.compare_quietly()
+    printed = capsys.readouterr()
+    assert table.splitlines()[2].split()[:3] == ["plain", "loop", "4"], table
+    assert "Trainer" in table and "loss curves:" in table
+    assert " 0/4 [" not in printed.err and printed.out == "", "nothing printed between the lessons' lines"

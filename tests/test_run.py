@@ -1,0 +1,41 @@
+"""`make run` (python -m course.run): notebooks side by side, one line each in lesson order, exit 1 on a failure."""
+import nbformat
+import pytest
+
+from course import run
+
+
+def write_notebook(path, source):
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, path)
+    return path
+
+
+@pytest.mark.slow
+def test_notebooks_run_side_by_side_and_report_in_lesson_order(tmp_path, monkeypatch, capsys):
+    # the first notebook waits for the last one: it can finish only if they run side by side
+    marker = tmp_path / "c_ran"
+    notebooks = [write_notebook(tmp_path / "a_slow.ipynb", "import os, pathlib, time\n"
+                                "assert os.environ['OMP_NUM_THREADS'] == '1'\n"
+                                f"deadline = time.time() + 20\nmarker = pathlib.Path({str(marker)!r})\n"
+                                "while not marker.exists():\n"
+                                "    assert time.time() < deadline, 'c_fine did not run beside a_slow'\n"
+                                "    time.sleep(0.1)"),
+                 write_notebook(tmp_path / "b_fails.ipynb", "raise ValueError('a broken lesson')"),
+                 write_notebook(tmp_path / "c_fine.ipynb", f"import pathlib; pathlib.Path({str(marker)!r}).touch()")]
+    monkeypatch.setattr(run, "lesson_notebooks", lambda names: notebooks)  # the workers are forked
+    assert run.main(["--out", str(tmp_path / "out"), "--jobs", "2"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines[:3]] == ["a_slow", "b_fails", "c_fine"], lines
+    assert lines[0].endswith("ok") and lines[2].endswith("ok"), lines
+    assert "FAILED: cell 1: ValueError: a broken lesson" in lines[1]
+    assert "3 notebooks in" in lines[3] and "2 at a time" in lines[3]
+    assert sorted(path.name for path in (tmp_path / "out").iterdir()) == ["a_slow.ipynb", "b_fails.ipynb",
+                                                                          "c_fine.ipynb"]
+
+
+def test_jobs_must_be_at_least_one(capsys):
+    with pytest.raises(SystemExit):
+        run.main(["--jobs", "0"])
+    assert "--jobs must be at least 1, got 0" in capsys.readouterr().err
