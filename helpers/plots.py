@@ -42,7 +42,7 @@ def plot_history(histories, title="Training", validation_accuracy=None):
     if validation_accuracy:
         epochs = max(len(accuracy) for accuracy in validation_accuracy.values()) - 1
         axes[1].set(title="Validation accuracy", xlabel="epoch (0: before training)", ylabel="accuracy",
-                    ylim=(0, 1), xticks=range(epochs + 1))
+                    ylim=(0, 1.05), yticks=np.linspace(0, 1, 6), xticks=range(epochs + 1))  # room for dots at 1
     for axis in axes:
         axis.grid(alpha=0.3)
         axis.legend()

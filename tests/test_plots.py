@@ -19,7 +19,8 @@ def test_plot_history_shows_accuracy_beside_the_loss():
     assert accuracy_axis.get_title() == "Validation accuracy"
     assert list(accuracy_axis.lines[0].get_xdata()) == [0, 1, 2], "epoch 0 is before training"
     assert list(accuracy_axis.lines[0].get_ydata()) == [0.32, 0.8, 0.9]
-    assert accuracy_axis.get_ylim() == (0, 1)
+    assert accuracy_axis.get_ylim() == (0, 1.05), "from 0, and a dot at 1.0 shows whole"
+    assert accuracy_axis.get_yticks()[-1] == 1
     raw, smooth = loss_axis.lines
     assert list(raw.get_ydata()) == history.loss
     assert np.allclose(smooth.get_ydata(), running_mean(history.loss, 3)), "a mean over a tenth of the steps"
