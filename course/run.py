@@ -18,6 +18,7 @@ import io
 import os
 import resource
 import sys
+import tempfile
 import time
 from pathlib import Path
 from unittest import mock
@@ -39,6 +40,16 @@ def children_cpu_seconds():
     return usage.ru_utime + usage.ru_stime
 
 
+def kernel_config():
+    """Kernels talk over Unix sockets (IPC), not TCP: only this machine can reach them, and ipykernel
+    does not print its warning about unencrypted TCP once per notebook. The sockets are named after
+    this process, so that kernels running side by side (one per process) do not share them."""
+    from traitlets.config import Config
+
+    sockets = Path(tempfile.gettempdir()) / f"course-run-kernel-{os.getpid()}"
+    return Config(KernelManager={"transport": "ipc", "ip": str(sockets)})
+
+
 def run_notebook(notebook, out=OUT, parameters=None):
     """Execute one notebook with papermill; return (seconds, error message or None)."""
     import papermill
@@ -50,7 +61,8 @@ def run_notebook(notebook, out=OUT, parameters=None):
         with mock.patch.dict(os.environ, OMP_NUM_THREADS=KERNEL_THREADS):
             papermill.execute_notebook(
                 str(notebook), str(out / notebook.name), parameters=parameters or {},
-                kernel_name="python3", cwd=str(ROOT), progress_bar=False, log_output=False)
+                kernel_name="python3", cwd=str(ROOT), progress_bar=False, log_output=False,
+                config=kernel_config())
     except papermill.PapermillExecutionError as error:
         return time.perf_counter() - start, f"cell {error.exec_count}: {error.ename}: {error.evalue}"
     except Exception as error:  # the kernel died, a timeout, a missing kernel ...
@@ -62,9 +74,21 @@ def run_and_measure(notebook, out, parameters):
     """run_notebook, plus the kernel's CPU seconds (a steadier measure on a busy machine).
 
     Each call runs in its own worker process, so its children are this notebook's kernel only.
+    The kernel's own log (ipykernel's messages, not the cells' output, which the executed notebook
+    keeps) goes to <out>/logs/<lesson>.log instead of between the lines of the report: for example
+    the "KeyboardInterrupt caught" that jupyter_client's interrupt before shutdown can cause.
     """
+    log = Path(out) / "logs" / f"{notebook.stem}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
     cpu = children_cpu_seconds()
-    seconds, error = run_notebook(notebook, out, parameters)
+    with open(log, "w") as file:
+        stderr = os.dup(2)
+        os.dup2(file.fileno(), 2)  # the kernel inherits this process's stderr
+        try:
+            seconds, error = run_notebook(notebook, out, parameters)
+        finally:
+            os.dup2(stderr, 2)
+            os.close(stderr)
     return seconds, children_cpu_seconds() - cpu, error
 
 

@@ -13,7 +13,7 @@ def write_notebook(path, source):
 
 
 @pytest.mark.slow
-def test_notebooks_run_side_by_side_and_report_in_lesson_order(tmp_path, monkeypatch, capsys):
+def test_notebooks_run_side_by_side_and_report_in_lesson_order(tmp_path, monkeypatch, capfd):
     # the first notebook waits for the last one: it can finish only if they run side by side
     marker = tmp_path / "c_ran"
     notebooks = [write_notebook(tmp_path / "a_slow.ipynb", "import os, pathlib, time\n"
@@ -23,16 +23,24 @@ def test_notebooks_run_side_by_side_and_report_in_lesson_order(tmp_path, monkeyp
                                 "    assert time.time() < deadline, 'c_fine did not run beside a_slow'\n"
                                 "    time.sleep(0.1)"),
                  write_notebook(tmp_path / "b_fails.ipynb", "raise ValueError('a broken lesson')"),
-                 write_notebook(tmp_path / "c_fine.ipynb", f"import pathlib; pathlib.Path({str(marker)!r}).touch()")]
+                 write_notebook(tmp_path / "c_fine.ipynb", f"import pathlib; pathlib.Path({str(marker)!r}).touch()\n"
+                                "from ipykernel.kernelapp import IPKernelApp\n"
+                                "IPKernelApp.instance().log.warning('a line of the kernel log')")]
     monkeypatch.setattr(run, "lesson_notebooks", lambda names: notebooks)  # the workers are forked
     assert run.main(["--out", str(tmp_path / "out"), "--jobs", "2"]) == 1
-    lines = capsys.readouterr().out.splitlines()
+    printed = capfd.readouterr()  # file descriptors: what the kernels would write too
+    assert printed.err == "", "the kernels' own logs go to files, not between the report's lines"
+    lines = printed.out.splitlines()
     assert [line.split()[0] for line in lines[:3]] == ["a_slow", "b_fails", "c_fine"], lines
     assert lines[0].endswith("ok") and lines[2].endswith("ok"), lines
     assert "FAILED: cell 1: ValueError: a broken lesson" in lines[1]
     assert "3 notebooks in" in lines[3] and "2 at a time" in lines[3]
-    assert sorted(path.name for path in (tmp_path / "out").iterdir()) == ["a_slow.ipynb", "b_fails.ipynb",
-                                                                          "c_fine.ipynb"]
+    out = tmp_path / "out"
+    assert sorted(path.name for path in out.glob("*.ipynb")) == ["a_slow.ipynb", "b_fails.ipynb", "c_fine.ipynb"]
+    logs = {path.name: path.read_text() for path in (out / "logs").iterdir()}
+    assert sorted(logs) == ["a_slow.log", "b_fails.log", "c_fine.log"]
+    assert "a line of the kernel log" in logs["c_fine.log"]
+    assert not any("without encryption" in log for log in logs.values()), "kernels talk over IPC, not TCP"
 
 
 def test_jobs_must_be_at_least_one(capsys):
