@@ -34,6 +34,13 @@ OUT = BUILD / "run"
 KERNEL_THREADS = "1"
 
 
+def usable_cores():
+    """The CPU cores this process may use (Linux: its affinity, e.g. in a container; elsewhere: all)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def children_cpu_seconds():
     """CPU seconds used so far by finished child processes (the kernels papermill started)."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -107,7 +114,7 @@ def main(argv=None):
     parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
                         metavar=("NAME", "VALUE"), help="set a parameter of the notebooks")
     parser.add_argument("--out", default=str(OUT), help="folder for the executed notebooks")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count(),
+    parser.add_argument("--jobs", type=int, default=usable_cores(),
                         help="notebooks run side by side (default: one per CPU core)")
     parser.add_argument("--compare", action="store_true",
                         help="also compare the training paths (course.compare), side by side with the lessons")

@@ -47,3 +47,14 @@ def test_jobs_must_be_at_least_one(capsys):
     with pytest.raises(SystemExit):
         run.main(["--jobs", "0"])
     assert "--jobs must be at least 1, got 0" in capsys.readouterr().err
+
+
+def test_the_default_jobs_are_the_cores_this_process_may_use():
+    import os
+    import subprocess
+    import sys
+
+    script = "import os; os.sched_setaffinity(0, {0}); from course.run import usable_cores; print(usable_cores())"
+    one_core = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert one_core.stdout.strip() == "1", "a container or taskset that allows one core gets one job"
+    assert run.usable_cores() == len(os.sched_getaffinity(0))
