@@ -1,4 +1,8 @@
 """`make run` (python -m course.run): notebooks side by side, one line each in lesson order, exit 1 on a failure."""
+import os
+import subprocess
+import sys
+
 import nbformat
 import pytest
 
@@ -50,10 +54,6 @@ def test_jobs_must_be_at_least_one(capsys):
 
 
 def test_the_default_jobs_are_the_cores_this_process_may_use():
-    import os
-    import subprocess
-    import sys
-
     script = "import os; os.sched_setaffinity(0, {0}); from course.run import usable_cores; print(usable_cores())"
     one_core = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert one_core.stdout.strip() == "1", "a container or taskset that allows one core gets one job"
