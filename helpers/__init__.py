@@ -9,7 +9,7 @@ from .data import check_data, load_data, make_dataloader, tokenize_data
 from .distributed import run_on_processes
 from .local_sgd import measure_local_sgd, synchronisations_saved, train_local_sgd
 from .memory import measure_peak_memory
-from .metrics import classification_metrics, compute_metrics
+from .metrics import classification_metrics, compute_metrics, majority_class_accuracy
 from .modeling import count_loss_per_example, load_model, load_tokenizer
 from .optimizers import (compare_optimizers, eight_bit_unavailable, make_optimizer, optimizer_state_bytes,
                          state_bytes_per_parameter)
@@ -25,7 +25,7 @@ __all__ = [
     "History", "activation_checkpointing", "check_data", "checkpoint_bytes", "classification_metrics",
     "compare_optimizers", "compute_metrics", "count_loss_per_example", "eight_bit_unavailable", "evaluate",
     "examples_per_window", "gradient_difference", "load_data", "load_model", "load_tokenizer",
-    "make_dataloader", "make_optimizer", "make_paraphrase_corpus", "make_scheduler", "make_trainer",
+    "majority_class_accuracy", "make_dataloader", "make_optimizer", "make_paraphrase_corpus", "make_scheduler", "make_trainer",
     "measure_checkpointing", "measure_local_sgd", "measure_mixed_precision", "measure_peak_memory",
     "optimizer_state_bytes", "optimizer_steps_per_epoch", "plot_history", "prepare_resumable", "quiet",
     "resume_point", "run_on_processes", "state_bytes_per_parameter", "synchronisations_saved",

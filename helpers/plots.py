@@ -11,14 +11,18 @@ def running_mean(values, window):
     return (sums[1:] - sums[starts]) / (np.arange(1, len(values) + 1) - starts)
 
 
-def plot_history(histories, title="Training", validation_accuracy=None):
+def plot_history(histories, title="Training", validation_accuracy=None, majority_class=None):
     """Plot what training did; `histories` maps a label to a History (or is one History).
 
     Panels: the training loss per optimizer step (faint) with its running mean (a step's loss
     is noisy: it comes from a few examples); with `validation_accuracy`, the accuracy on the
     validation split before training and after every epoch (a list, or a dict with the same
-    labels as `histories`); and the learning rate per optimizer step.
+    labels as `histories`), and with `majority_class` (see `majority_class_accuracy`) a dashed
+    line at the accuracy of always giving the most common answer; and the learning rate per
+    optimizer step.
     """
+    if majority_class is not None and validation_accuracy is None:
+        raise ValueError("plot_history(majority_class=...) draws in the accuracy panel: pass validation_accuracy too")
     if not isinstance(histories, dict):
         histories = {"training": histories}
     if validation_accuracy is not None and not isinstance(validation_accuracy, dict):
@@ -41,11 +45,14 @@ def plot_history(histories, title="Training", validation_accuracy=None):
     lr_axis.set(title="Learning rate", xlabel="optimizer step", ylabel="learning rate", ylim=(0, None))
     if validation_accuracy:
         epochs = max(len(accuracy) for accuracy in validation_accuracy.values()) - 1
+        if majority_class is not None:
+            axes[1].axhline(majority_class, color="gray", linestyle="--",
+                            label=f"always the most common answer ({majority_class:.2f})")
         axes[1].set(title="Validation accuracy", xlabel="epoch (0: before training)", ylabel="accuracy",
                     ylim=(0, 1.05), yticks=np.linspace(0, 1, 6), xticks=range(epochs + 1))  # room for dots at 1
     for axis in axes:
         axis.grid(alpha=0.3)
-        axis.legend()
+        axis.legend(fontsize="small")
     figure.suptitle(title)
     figure.tight_layout()
     return figure

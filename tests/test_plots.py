@@ -32,3 +32,22 @@ def test_accuracy_of_some_paths_only():
     histories = {"accumulation": helpers.History([0.5, 0.4], [1e-3, 0.0]), "large batch": helpers.History([0.5, 0.4], [1e-3, 0.0])}
     figure = helpers.plot_history(histories, validation_accuracy={"accumulation": [0.3, 0.9]})
     assert len(figure.axes[1].lines) == 1
+
+
+def test_the_majority_class_is_a_dashed_line_in_the_accuracy_panel():
+    history = helpers.History([0.5, 0.4], [1e-3, 0.0])
+    figure = helpers.plot_history(history, validation_accuracy=[0.3, 0.9], majority_class=0.65)
+    accuracy, majority = figure.axes[1].lines
+    assert list(majority.get_ydata()) == [0.65, 0.65] and majority.get_linestyle() == "--"
+    assert "always the most common answer (0.65)" in [text.get_text() for text in figure.axes[1].get_legend().texts]
+    with pytest.raises(ValueError, match="pass validation_accuracy too"):
+        helpers.plot_history(history, majority_class=0.65)
+
+
+def test_majority_class_accuracy_is_the_share_of_the_most_common_label():
+    assert helpers.majority_class_accuracy([1, 0, 1, 1]) == 0.75
+    assert helpers.majority_class_accuracy([0, 0, 1]) == pytest.approx(2 / 3), "label 0 can be the majority"
+    data = helpers.load_data(sizes={"train": 8, "validation": 300, "test": 8})
+    assert helpers.majority_class_accuracy(data["validation"]["label"]) == 0.65, "lesson 1's validation pairs"
+    with pytest.raises(ValueError, match="no labels"):
+        helpers.majority_class_accuracy([])
