@@ -133,7 +133,12 @@ def main(argv=None):
             status = "ok" if error is None else "FAILED: " + error
             print(f"{notebook.stem:28s} {seconds:6.1f} s  (cpu {cpu:5.1f} s)  {status}", flush=True)
         if comparison:
-            print("\nThe training paths compared (python -m course.compare):", comparison.result(), sep="\n")
+            try:
+                table = comparison.result()
+            except Exception as error:  # reported like a failed notebook; run course.compare for the traceback
+                failed += 1
+                table = f"FAILED: {type(error).__name__}: {error}"
+            print("\nThe training paths compared (python -m course.compare):", table, sep="\n")
     print(f"{len(notebooks)} notebooks in {time.perf_counter() - start:.0f} s, {args.jobs} at a time; "
           f"executed notebooks are in {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
     return 1 if failed else 0

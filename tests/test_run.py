@@ -16,6 +16,10 @@ def write_notebook(path, source):
     return path
 
 
+def broken_comparison():
+    raise ValueError("a broken comparison")
+
+
 @pytest.mark.slow
 def test_notebooks_run_side_by_side_and_report_in_lesson_order(tmp_path, monkeypatch, capfd):
     # the first notebook waits for the last one: it can finish only if they run side by side
@@ -31,14 +35,17 @@ def test_notebooks_run_side_by_side_and_report_in_lesson_order(tmp_path, monkeyp
                                 "from ipykernel.kernelapp import IPKernelApp\n"
                                 "IPKernelApp.instance().log.warning('a line of the kernel log')")]
     monkeypatch.setattr(run, "lesson_notebooks", lambda names: notebooks)  # the workers are forked
-    assert run.main(["--out", str(tmp_path / "out"), "--jobs", "2"]) == 1
+    monkeypatch.setattr(run, "compare_quietly", broken_comparison)
+    assert run.main(["--out", str(tmp_path / "out"), "--jobs", "2", "--compare"]) == 1
     printed = capfd.readouterr()  # file descriptors: what the kernels would write too
     assert printed.err == "", "the kernels' own logs go to files, not between the report's lines"
     lines = printed.out.splitlines()
     assert [line.split()[0] for line in lines[:3]] == ["a_slow", "b_fails", "c_fine"], lines
     assert lines[0].endswith("ok") and lines[2].endswith("ok"), lines
     assert "FAILED: cell 1: ValueError: a broken lesson" in lines[1]
-    assert "3 notebooks in" in lines[3] and "2 at a time" in lines[3]
+    assert lines[4:6] == ["The training paths compared (python -m course.compare):",
+                          "FAILED: ValueError: a broken comparison"], lines
+    assert "3 notebooks in" in lines[-1] and "2 at a time" in lines[-1]
     out = tmp_path / "out"
     assert sorted(path.name for path in out.glob("*.ipynb")) == ["a_slow.ipynb", "b_fails.ipynb", "c_fine.ipynb"]
     logs = {path.name: path.read_text() for path in (out / "logs").iterdir()}
