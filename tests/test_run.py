@@ -34,8 +34,8 @@ def test_notebooks_run_side_by_side_and_report_in_lesson_order(tmp_path, monkeyp
                  write_notebook(tmp_path / "c_fine.ipynb", f"import pathlib; pathlib.Path({str(marker)!r}).touch()\n"
                                 "from ipykernel.kernelapp import IPKernelApp\n"
                                 "IPKernelApp.instance().log.warning('a line of the kernel log')")]
-    monkeypatch.setattr(run, "lesson_notebooks", lambda names: notebooks)  # the workers are forked
-    monkeypatch.setattr(run, "compare_quietly", broken_comparison)
+    monkeypatch.setattr(run, "lesson_notebooks", lambda names: notebooks)  # main calls it, not a worker
+    monkeypatch.setattr(run, "compare_quietly", broken_comparison)  # a worker gets it by name: module level
     assert run.main(["--out", str(tmp_path / "out"), "--jobs", "2", "--compare"]) == 1
     printed = capfd.readouterr()  # file descriptors: what the kernels would write too
     assert printed.err == "", "the kernels' own logs go to files, not between the report's lines"
