@@ -2,6 +2,8 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
+from .language import message
+
 
 def running_mean(values, window):
     """The mean of each value and the up to `window - 1` values before it (a smooth curve)."""
@@ -19,14 +21,18 @@ def plot_history(histories, title="Training", validation_accuracy=None, majority
     validation split before training and after every epoch (a list, or a dict with the same
     labels as `histories`), and with `majority_class` (see `majority_class_accuracy`) a dashed
     line at the accuracy of always giving the most common answer; and the learning rate per
-    optimizer step.
+    optimizer step. Titles, labels and the names of `histories` show in the course's language
+    (helpers.use_language); a lesson's own title and names are in the catalog of helpers' messages.
     """
     if majority_class is not None and validation_accuracy is None:
         raise ValueError("plot_history(majority_class=...) draws in the accuracy panel: pass validation_accuracy too")
     if not isinstance(histories, dict):
-        histories = {"training": histories}
+        histories = {message("training"): histories}
+    histories = {message(label): history for label, history in histories.items()}
     if validation_accuracy is not None and not isinstance(validation_accuracy, dict):
         validation_accuracy = {label: validation_accuracy for label in histories}
+    if validation_accuracy is not None:
+        validation_accuracy = {message(label): accuracy for label, accuracy in validation_accuracy.items()}
     panels = 3 if validation_accuracy else 2
     figure, axes = plt.subplots(1, panels, figsize=(4.5 * panels, 3.5))
     loss_axis, lr_axis = axes[0], axes[-1]
@@ -40,19 +46,21 @@ def plot_history(histories, title="Training", validation_accuracy=None, majority
         if validation_accuracy and label in validation_accuracy:
             accuracy = validation_accuracy[label]
             axes[1].plot(range(len(accuracy)), accuracy, color=color, marker="o", label=label)
-    loss_axis.set(title="Training loss (faint) and its running mean", xlabel="optimizer step", ylabel="loss",
-                  ylim=(0, None))
-    lr_axis.set(title="Learning rate", xlabel="optimizer step", ylabel="learning rate", ylim=(0, None))
+    loss_axis.set(title=message("Training loss (faint) and its running mean"), xlabel=message("optimizer step"),
+                  ylabel=message("loss"), ylim=(0, None))
+    lr_axis.set(title=message("Learning rate"), xlabel=message("optimizer step"), ylabel=message("learning rate"),
+                ylim=(0, None))
     if validation_accuracy:
         epochs = max(len(accuracy) for accuracy in validation_accuracy.values()) - 1
         if majority_class is not None:
             axes[1].axhline(majority_class, color="gray", linestyle="--",
-                            label=f"always the most common answer ({majority_class:.2f})")
-        axes[1].set(title="Validation accuracy", xlabel="epoch (0: before training)", ylabel="accuracy",
+                            label=message("always the most common answer ({accuracy:.2f})", accuracy=majority_class))
+        axes[1].set(title=message("Validation accuracy"), xlabel=message("epoch (0: before training)"),
+                    ylabel=message("accuracy"),
                     ylim=(0, 1.05), yticks=np.linspace(0, 1, 6), xticks=range(epochs + 1))  # room for dots at 1
     for axis in axes:
         axis.grid(alpha=0.3)
         axis.legend(fontsize="small")
-    figure.suptitle(title)
+    figure.suptitle(message(title))
     figure.tight_layout()
     return figure

@@ -1,0 +1,375 @@
+"""The course in English, Dutch and Indonesian from one source: gettext catalogs for solutions/.
+
+    python -m course.i18n update     # re-extract the English, merge it into the nl and id catalogs
+    python -m course.i18n stats      # per catalog: entries, translated, fuzzy, untranslated
+
+English in solutions/ is the only source. Every markdown paragraph (a heading, a list item, a
+table row and a code fence each on its own) becomes one entry of locale/templates/<lesson>.pot,
+with the cell's id as msgctxt. Every `message("...")` in helpers/ and in the lessons' code, and
+the titles and series names given to `plot_history`, become entries of
+helpers/locale/templates/helpers.pot. `update` merges each template into the nl and id catalogs as
+msgmerge does: an entry whose English changed turns fuzzy (it keeps the old translation and
+the old English as `#| msgid`), a new paragraph is untranslated, a removed one obsolete.
+A fuzzy or untranslated entry is shown in English with a "not yet translated" marker.
+"""
+import argparse
+import ast
+import difflib
+import json
+import re
+import string
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import polib
+
+from helpers.language import LOCALE as HELPERS_LOCALE
+from helpers.language import NOT_YET_TRANSLATED
+
+from .paths import ROOT, SOLUTIONS, lessons
+
+LOCALE = ROOT / "locale"
+LANGUAGES = ("nl", "id")      # translated; English is the source
+HELPERS_DOMAIN = "helpers"
+WRAP = 100                    # line width of the .po files
+HEADER = {"Project-Id-Version": "efficient-training-course", "MIME-Version": "1.0",
+          "Content-Type": "text/plain; charset=UTF-8", "Content-Transfer-Encoding": "8bit"}
+
+FENCE = re.compile(r"^\s*(```|~~~)")
+HEADING = re.compile(r"^(#{1,6}\s+)(.*)$")
+LIST_ITEM = re.compile(r"^(\s*(?:[-*+]|\d+[.)])\s+)(.*)$")
+TABLE_RULE = re.compile(r"^\s*\|?[\s:|-]*-[\s:|-]*\|?\s*$")
+CODE_SPAN = re.compile(r"`[^`]+`")
+LANGUAGE_SETTING = re.compile(r'^(course_language\s*=\s*)"en"', re.M)
+
+
+# ---- markdown: paragraphs in, paragraphs out -------------------------------------------------
+
+@dataclass(frozen=True)
+class Unit:
+    """One translatable piece of a markdown cell, as written in the source."""
+    kind: str   # "heading", "item", "paragraph", "row" or "code"
+    text: str
+
+    @property
+    def msgid(self):
+        """Prose is compared without its line breaks (rewrapping is no change); code and rows as written."""
+        return self.text if self.kind in ("code", "row") else " ".join(self.text.split())
+
+
+def _starts_block(line):
+    return bool(FENCE.match(line) or HEADING.match(line) or LIST_ITEM.match(line)
+                or line.lstrip().startswith("|"))
+
+
+def segments(markdown):
+    """The cell as a list of literal strings and Units; joining their texts gives `markdown` back."""
+    lines = markdown.splitlines(keepends=True)
+    parts, index = [], 0
+
+    def add_unit(kind, block_lines):
+        text = "".join(block_lines)
+        body = text.rstrip("\n")
+        parts.append(Unit(kind, body))
+        if text != body:
+            parts.append(text[len(body):])
+
+    while index < len(lines):
+        line = lines[index]
+        if not line.strip() or TABLE_RULE.match(line) and line.strip().startswith("|"):
+            parts.append(line)
+            index += 1
+        elif FENCE.match(line):
+            fence, end = FENCE.match(line).group(1), index + 1
+            while end < len(lines) and not lines[end].lstrip().startswith(fence):
+                end += 1
+            add_unit("code", lines[index:end + 1])
+            index = end + 1
+        elif HEADING.match(line):
+            prefix = HEADING.match(line).group(1)
+            parts.append(prefix)
+            add_unit("heading", [line[len(prefix):]])
+            index += 1
+        elif line.lstrip().startswith("|"):
+            add_unit("row", [line])
+            index += 1
+        else:
+            match = LIST_ITEM.match(line)
+            prefix = match.group(1) if match else line[:len(line) - len(line.lstrip())]
+            end = index + 1
+            while end < len(lines) and lines[end].strip() and not _starts_block(lines[end]):
+                end += 1
+            parts.append(prefix)
+            add_unit("item" if match else "paragraph", [line[len(prefix):], *lines[index + 1:end]])
+            index = end
+    return parts
+
+
+def render_markdown(markdown, translations, marker):
+    """`markdown` with each Unit replaced by its translation; a Unit without one stays English + marker."""
+    out = []
+    for part in segments(markdown):
+        if isinstance(part, str):
+            out.append(part)
+        elif translations.get(part.msgid):
+            out.append(translations[part.msgid])
+        elif part.kind == "code":
+            out.append(f"{part.text}\n*{marker}*")
+        elif part.kind == "row":
+            out.append(f"{part.text.rstrip().removesuffix('|').rstrip()} *{marker}* |")
+        else:
+            out.append(f"{part.text} *{marker}*")
+    return "".join(out)
+
+
+# ---- extraction -------------------------------------------------------------------------------
+
+LANGUAGE_NAMES = {"nl": "Dutch", "id": "Indonesian"}
+
+
+def _catalog(language=None):
+    catalog = polib.POFile(wrapwidth=WRAP)
+    catalog.metadata = dict(HEADER, **({"Language": language} if language else {}))
+    catalog.header = (f"{LANGUAGE_NAMES[language]} translation of the course. Write only msgstr; the English comes "
+                      "from solutions/\nthrough `make release` (python -m course.i18n update). See README."
+                      if language else "Generated from solutions/ by `python -m course.i18n update`: do not edit.")
+    return catalog
+
+
+def _cells(notebook_path):
+    return json.loads(Path(notebook_path).read_text())["cells"]
+
+
+def _source(cell):
+    return cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+
+
+def lesson_template(lesson, source=SOLUTIONS):
+    """The template of one lesson: one entry per markdown Unit, msgctxt = the cell's id."""
+    path = Path(source) / lesson / f"{lesson}.ipynb"
+    catalog, entries = _catalog(), {}
+    for cell in _cells(path):
+        if cell["cell_type"] != "markdown":
+            continue
+        for unit in (part for part in segments(_source(cell)) if isinstance(part, Unit)):
+            key = (cell["id"], unit.msgid)
+            if key not in entries:
+                entries[key] = polib.POEntry(msgctxt=cell["id"], msgid=unit.msgid, msgstr="",
+                                             occurrences=[(f"{lesson}.ipynb#{cell['id']}", "")])
+                catalog.append(entries[key])
+    return catalog
+
+
+def _messages_in(code, where):
+    """(English, line) of each message("...") call in `code`, and of plot_history's title and labels."""
+    magic = ("%", "!")  # IPython's magics and shell lines are not Python
+    tree = ast.parse("\n".join("pass" if line.startswith(magic) else line for line in code.splitlines()),
+                     filename=where)
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+        texts = []
+        if name == "message" and node.args:
+            texts = [node.args[0]]
+        elif name == "plot_history":
+            texts = [keyword.value for keyword in node.keywords if keyword.arg == "title"]
+            if node.args and isinstance(node.args[0], ast.Dict):
+                texts += node.args[0].keys
+        found += [(text.value, text.lineno) for text in texts
+                  if isinstance(text, ast.Constant) and isinstance(text.value, str)]
+    return sorted(found, key=lambda text_line: text_line[1])
+
+
+def helpers_template(source=SOLUTIONS):
+    """The template of what helpers and the lessons' code cells show a student."""
+    found = []
+    for path in sorted((ROOT / "helpers").glob("*.py")):
+        found += [(text, (path.relative_to(ROOT).as_posix(), str(line)))
+                  for text, line in _messages_in(path.read_text(), str(path))]
+    for lesson in lessons(source):
+        for cell in _cells(Path(source) / lesson / f"{lesson}.ipynb"):
+            if cell["cell_type"] == "code":
+                found += [(text, (f"{lesson}.ipynb#{cell['id']}", str(line)))
+                          for text, line in _messages_in(_source(cell), f"{lesson}.ipynb#{cell['id']}")]
+    catalog, entries = _catalog(), {}
+    for text, occurrence in found:
+        if text not in entries:
+            flags = ["python-brace-format"] if placeholders(text) else []
+            entries[text] = polib.POEntry(msgid=text, msgstr="", flags=flags)
+            catalog.append(entries[text])
+        entries[text].occurrences.append(occurrence)
+    return catalog
+
+
+def placeholders(text):
+    """The str.format fields of a message, e.g. {'calls', 'steps:.3g'}."""
+    try:
+        return {f"{name}:{spec}" if spec else name
+                for _, name, spec, _ in string.Formatter().parse(text) if name is not None}
+    except ValueError:
+        return {"<not a format string>"}
+
+
+def code_spans(text):
+    """The `code` spans of markdown, with how often each occurs."""
+    return Counter(CODE_SPAN.findall(text))
+
+
+# ---- catalogs on disk, and the merge ----------------------------------------------------------
+
+def template_path(domain):
+    base = HELPERS_LOCALE if domain == HELPERS_DOMAIN else LOCALE
+    return base / "templates" / f"{domain}.pot"
+
+
+def catalog_path(domain, language):
+    base = HELPERS_LOCALE if domain == HELPERS_DOMAIN else LOCALE
+    return base / language / "LC_MESSAGES" / f"{domain}.po"
+
+
+def domains(source=SOLUTIONS):
+    return [*lessons(source), HELPERS_DOMAIN]
+
+
+def fresh_template(domain, source=SOLUTIONS):
+    return helpers_template(source) if domain == HELPERS_DOMAIN else lesson_template(domain, source)
+
+
+def merge(template, old, language):
+    """The catalog for `template`, keeping what `old` holds, as msgmerge does.
+
+    Same msgctxt and msgid: the entry is kept (translation, flags). Otherwise, the most similar
+    old entry of the same context (cell) that no new entry keeps exactly gives its translation,
+    marked fuzzy with the old English as previous_msgid. Old entries nobody took become obsolete.
+    """
+    catalog = _catalog(language)
+    old_entries = [entry for entry in old if not entry.obsolete] if old else []
+    exact = {(entry.msgctxt, entry.msgid): entry for entry in old_entries}
+    taken = {key for key in ((new.msgctxt, new.msgid) for new in template) if key in exact}
+    for new in template:
+        entry = polib.POEntry(msgctxt=new.msgctxt, msgid=new.msgid, msgstr="", flags=list(new.flags),
+                              occurrences=list(new.occurrences))
+        kept = exact.get((new.msgctxt, new.msgid))
+        if kept:
+            entry.msgstr, entry.previous_msgid = kept.msgstr, kept.previous_msgid
+            entry.flags += [flag for flag in kept.flags if flag == "fuzzy"]
+        else:
+            candidates = [e for e in old_entries if e.msgctxt == new.msgctxt and e.msgstr
+                          and (e.msgctxt, e.msgid) not in taken]
+            ratio = lambda e: difflib.SequenceMatcher(None, e.msgid, new.msgid).ratio()  # noqa: E731
+            best = max(candidates, key=ratio, default=None)
+            if best is not None and ratio(best) >= 0.6:
+                entry.msgstr, entry.previous_msgid = best.msgstr, best.msgid
+                entry.flags.append("fuzzy")
+                taken.add((best.msgctxt, best.msgid))
+        catalog.append(entry)
+    for gone in old_entries:
+        if (gone.msgctxt, gone.msgid) not in taken and gone.msgstr:
+            gone.obsolete = True
+            catalog.append(gone)
+    return catalog
+
+
+def load(path):
+    return polib.pofile(str(path), wrapwidth=WRAP) if Path(path).exists() else None
+
+
+def update(source=SOLUTIONS):
+    """Write every template fresh from `source` and merge it into the nl and id catalogs."""
+    for domain in domains(source):
+        template = fresh_template(domain, source)
+        template_path(domain).parent.mkdir(parents=True, exist_ok=True)
+        template.save(str(template_path(domain)))
+        for language in LANGUAGES:
+            path = catalog_path(domain, language)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            merge(template, load(path), language).save(str(path))
+
+
+def counts(catalog):
+    return {"entries": len([e for e in catalog if not e.obsolete]), "translated": len(catalog.translated_entries()),
+            "fuzzy": len(catalog.fuzzy_entries()), "untranslated": len(catalog.untranslated_entries())}
+
+
+def stats(source=SOLUTIONS):
+    """{(domain, language): counts} of every catalog."""
+    return {(domain, language): counts(load(catalog_path(domain, language)) or _catalog())
+            for domain in domains(source) for language in LANGUAGES}
+
+
+# ---- using a catalog -------------------------------------------------------------------------
+
+def translated_notebook(path, language, lesson=None):
+    """The notebook at `path` (a lesson's solution or its English release) in `language`, as a dict.
+
+    Only two things change: the markdown cells (from the lesson's catalog) and the value of
+    `course_language` in the parameters cell. Locked cells get their nbgrader checksum anew, so
+    that nbgrader accepts the translated text as the release's own.
+    """
+    from nbformat import from_dict
+    from nbgrader.utils import compute_checksum
+
+    lesson = lesson or Path(path).stem
+    notebook = json.loads(Path(path).read_text())
+    finished = {}
+    for entry in load(catalog_path(lesson, language)) or []:
+        if entry.translated():
+            finished.setdefault(entry.msgctxt, {})[entry.msgid] = entry.msgstr
+    for cell in notebook["cells"]:
+        if cell["cell_type"] == "markdown":
+            text = render_markdown(_source(cell), finished.get(cell["id"], {}), NOT_YET_TRANSLATED[language])
+            cell["source"] = text.splitlines(keepends=True)  # as nbformat stores it
+        elif "parameters" in cell["metadata"].get("tags", []):
+            text, found = LANGUAGE_SETTING.subn(rf'\g<1>"{language}"', _source(cell))
+            if found != 1:
+                raise ValueError(f"{path}: the parameters cell needs one line course_language = \"en\"")
+            cell["source"] = text.splitlines(keepends=True)
+        if "checksum" in cell["metadata"].get("nbgrader", {}):
+            as_read = from_dict({**cell, "source": _source(cell)})  # nbgrader hashes the source as one string
+            cell["metadata"]["nbgrader"]["checksum"] = compute_checksum(as_read)
+    return notebook
+
+
+def write_notebook(notebook, path):
+    """Write as nbformat does (1-space indent, sorted keys, newline at the end), like course.release."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def translate_lessons(out, language, source=SOLUTIONS, names=None):
+    """Write OUT/<lesson>/<lesson>.ipynb in `language` for each lesson of `source`; return the paths."""
+    paths = []
+    for lesson in names or lessons(source):
+        path = Path(out) / lesson / f"{lesson}.ipynb"
+        write_notebook(translated_notebook(Path(source) / lesson / f"{lesson}.ipynb", language), path)
+        paths.append(path)
+    return paths
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=["update", "stats", "preview"])
+    parser.add_argument("--language", choices=LANGUAGES, help="preview: the language to write")
+    parser.add_argument("--out", default=str(ROOT / "build" / "preview"), help="preview: where to write")
+    args = parser.parse_args(argv)
+    if args.command == "update":
+        update()
+    if args.command == "preview":  # the solutions as a student of that language reads them
+        for language in [args.language] if args.language else LANGUAGES:
+            for path in translate_lessons(Path(args.out) / language, language):
+                print(f"wrote {path}")
+        return 0
+    table = stats()
+    print(f"{'catalog':32s} {'lang':4s} {'entries':>7s} {'done':>5s} {'fuzzy':>5s} {'todo':>5s}")
+    for (domain, language), row in table.items():
+        print(f"{domain:32s} {language:4s} {row['entries']:7d} {row['translated']:5d} {row['fuzzy']:5d} "
+              f"{row['untranslated']:5d}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
