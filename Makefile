@@ -9,6 +9,14 @@ OUT ?= build/grading
 JOBS ?= $(shell nproc)
 SHARD ?=
 SHARDS ?=
+# The course's language: en, nl or id. Not LANG: make imports the environment, and every shell's
+# LANG (en_US.UTF-8, C.UTF-8) would pick it.
+COURSE_LANG ?= en
+CHECK_COURSE_LANG = @case "$(COURSE_LANG)" in en|nl|id) ;; *) echo "COURSE_LANG must be en, nl or id, not '$(COURSE_LANG)'"; exit 2;; esac
+# English notebooks in notebooks/, Dutch and Indonesian in notebooks/nl/ and notebooks/id/
+LESSON_DIR = notebooks/$(filter-out en,$(COURSE_LANG))
+# JupyterLab's own menus in the language where its language pack is installed (jupyter/lab-nl, lab-id)
+LAB_CONFIG = $(CURDIR)/jupyter$(if $(filter-out en,$(COURSE_LANG)),:$(CURDIR)/jupyter/lab-$(COURSE_LANG))
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -21,8 +29,9 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP) ## create .venv and install the course (quick when nothing changed)
 
-run: setup ## execute every lesson (solutions/) into build/run/, then compare the training paths
-	$(PYTHON) -m course.run --compare
+run: setup ## execute every lesson (solutions/) into build/run/, then compare the training paths [COURSE_LANG=nl|id]
+	$(CHECK_COURSE_LANG)
+	$(PYTHON) -m course.run --compare --language $(COURSE_LANG)
 
 # Debian's chromium for tests/test_browser.py: installed when root with apt, else the test is skipped and says how
 CHROMIUM := /usr/bin/chromium
@@ -40,10 +49,11 @@ quick: setup ## the fast tests only (pytest -m "not slow"): a few minutes, for d
 	$(PYTHON) -m pytest -m "not slow"
 
 # one torch thread per kernel: see course/run.py (two threads crawl on a busy machine)
-lab: setup ## open the student notebooks in JupyterLab, with nbgrader's panels
-	OMP_NUM_THREADS=1 JUPYTER_CONFIG_PATH=$(CURDIR)/jupyter $(VENV)/bin/jupyter lab notebooks/
+lab: setup ## open the student notebooks in JupyterLab, with nbgrader's panels [COURSE_LANG=nl|id]
+	$(CHECK_COURSE_LANG)
+	OMP_NUM_THREADS=1 JUPYTER_CONFIG_PATH=$(LAB_CONFIG) $(VENV)/bin/jupyter lab $(LESSON_DIR)
 
-release: setup ## regenerate the student notebooks/ from solutions/ with nbgrader
+release: setup ## update the catalogs (locale/), regenerate notebooks/ in en, nl and id from solutions/
 	$(PYTHON) -m course.release
 
 autograde: setup bwrap ## grade a class: make autograde SUBMISSIONS=<folder or LMS zip> [OUT=...] [JOBS=...] [SHARD=K/N]

@@ -290,6 +290,23 @@ def update(source=SOLUTIONS):
             merge(template, load(path), language).save(str(path))
 
 
+def stale_catalogs(source=SOLUTIONS):
+    """What is out of date: a template that differs from a fresh extraction, a catalog whose
+    entries are not the template's (not merged). Empty when all is in sync with `source`."""
+    problems = []
+    for domain in domains(source):
+        template = fresh_template(domain, source)
+        path = template_path(domain)
+        if not path.exists() or path.read_text() != str(template):
+            problems.append(f"{path.relative_to(ROOT)} differs from the English in {Path(source).name}/")
+        expected = [(entry.msgctxt, entry.msgid) for entry in template]
+        for language in LANGUAGES:
+            catalog = load(catalog_path(domain, language))
+            if catalog is None or [(e.msgctxt, e.msgid) for e in catalog if not e.obsolete] != expected:
+                problems.append(f"{catalog_path(domain, language).relative_to(ROOT)} is not merged with its template")
+    return problems
+
+
 def counts(catalog):
     return {"entries": len([e for e in catalog if not e.obsolete]), "translated": len(catalog.translated_entries()),
             "fuzzy": len(catalog.fuzzy_entries()), "untranslated": len(catalog.untranslated_entries())}

@@ -1,11 +1,14 @@
 """Regenerate the student notebooks (notebooks/) from the instructor's lessons (solutions/).
 
-    python -m course.release            # write notebooks/<lesson>/<lesson>.ipynb
-    python -m course.release --check    # exit 1 when notebooks/ differs from a fresh release
+    python -m course.release            # update the catalogs, write notebooks/ in every language
+    python -m course.release --check    # exit 1 when notebooks/ or the catalogs' templates are stale
 
 nbgrader's generate_assignment does the work (course config: jupyter/nbgrader_config.py): it
 replaces the code between ### BEGIN SOLUTION / ### END SOLUTION with a stub, removes hidden
-tests, clears outputs and records checksums of the locked cells.
+tests, clears outputs and records checksums of the locked cells. That gives the English
+notebooks/<lesson>/<lesson>.ipynb; notebooks/<nl|id>/<lesson>/<lesson>.ipynb are the same
+notebooks with the markdown from the catalogs and the language in the parameters cell
+(course.i18n), so code, tests and metadata stay those of the English release.
 """
 import argparse
 import difflib
@@ -17,11 +20,13 @@ from pathlib import Path
 
 from autograde.course import generate_assignment
 
+from . import i18n
 from .paths import JUPYTER_CONFIG, NOTEBOOKS, ROOT, lessons
 
 
 def generate(out, names=None):
-    """Run nbgrader generate_assignment for each lesson into `out`; return the lesson names."""
+    """Release each lesson into `out`: OUT/<lesson>/ in English (nbgrader generate_assignment) and
+    OUT/<language>/<lesson>/ translated from it; return the lesson names."""
     names = names or lessons()
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -34,6 +39,9 @@ def generate(out, names=None):
             if not notebook.is_file():
                 raise RuntimeError(f"nbgrader wrote no {notebook}")
             normalise(notebook)
+            for language in i18n.LANGUAGES:
+                i18n.write_notebook(i18n.translated_notebook(notebook, language, name),
+                                    out / language / name / f"{name}.ipynb")
     return names
 
 
@@ -69,21 +77,29 @@ def main(argv=None):
                         help="only compare a fresh release with notebooks/; exit 1 when they differ")
     args = parser.parse_args(argv)
     if args.check:
+        problems = i18n.stale_catalogs()
         with tempfile.TemporaryDirectory() as folder:
             generate(folder)
-            problems = differences(folder)
+            problems += differences(folder)
         if problems:
-            print("notebooks/ is out of date; run `make release`:\n" + "\n".join(problems))
+            print("notebooks/ or locale/ is out of date; run `make release`:\n" + "\n".join(problems))
             return 1
-        print("notebooks/ is in sync with solutions/")
+        print("notebooks/ (en, " + ", ".join(i18n.LANGUAGES) + ") and the catalogs are in sync with solutions/")
         return 0
+    i18n.update()  # the catalogs first: the translated notebooks are made from them
     with tempfile.TemporaryDirectory() as folder:
         names = generate(folder)
-        for name in names:  # replace each lesson's folder whole, so nothing stale stays behind
-            shutil.rmtree(NOTEBOOKS / name, ignore_errors=True)
-            shutil.copytree(Path(folder) / name, NOTEBOOKS / name)
+        for folder_name in [*names, *(f"{language}/{name}" for language in i18n.LANGUAGES for name in names)]:
+            shutil.rmtree(NOTEBOOKS / folder_name, ignore_errors=True)  # whole, so nothing stale stays
+            shutil.copytree(Path(folder) / folder_name, NOTEBOOKS / folder_name)
     for name in names:
         print(f"released notebooks/{name}/{name}.ipynb")
+    table = i18n.stats()
+    for language in i18n.LANGUAGES:
+        rows = [row for (_, row_language), row in table.items() if row_language == language]
+        print(f"released notebooks/{language}/ ({len(names)} lessons): of {sum(r['entries'] for r in rows)} "
+              f"entries {sum(r['fuzzy'] for r in rows)} fuzzy, {sum(r['untranslated'] for r in rows)} untranslated "
+              "(shown in English, marked)")
     return 0
 
 

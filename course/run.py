@@ -3,6 +3,7 @@
     python -m course.run                       # all lessons, fast default parameters
     python -m course.run 02_accelerator        # one lesson
     python -m course.run --compare             # all lessons and course.compare, side by side (make run)
+    python -m course.run --language nl         # the Dutch lessons (made from solutions/ and locale/)
     python -m course.run -p model_name distilbert-base-cased -p data_name glue/mrpc \\
         -p sizes null -p learning_rate 2e-5                 # the slides' setting (online, GPU)
 
@@ -25,6 +26,7 @@ from unittest import mock
 
 import yaml
 
+from . import i18n
 from .paths import BUILD, ROOT, lesson_notebooks
 
 OUT = BUILD / "run"
@@ -113,7 +115,10 @@ def main(argv=None):
     parser.add_argument("lessons", nargs="*", help="lesson names (default: all)")
     parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
                         metavar=("NAME", "VALUE"), help="set a parameter of the notebooks")
-    parser.add_argument("--out", default=str(OUT), help="folder for the executed notebooks")
+    parser.add_argument("--out", default=None, help="folder for the executed notebooks (default: build/run/, "
+                                                    "build/run/<language>/ for nl and id)")
+    parser.add_argument("--language", choices=("en", *i18n.LANGUAGES), default="en",
+                        help="the lessons' language; nl and id are translated into build/i18n/<language>/ first")
     parser.add_argument("--jobs", type=int, default=usable_cores(),
                         help="notebooks run side by side (default: one per CPU core)")
     parser.add_argument("--compare", action="store_true",
@@ -122,8 +127,11 @@ def main(argv=None):
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
     parameters = {name: yaml.safe_load(value) for name, value in args.parameter}
-    out = Path(args.out).resolve()
+    out = Path(args.out or (OUT if args.language == "en" else OUT / args.language)).resolve()
     notebooks = lesson_notebooks(args.lessons)
+    if args.language != "en":  # the same solutions, with the language's markdown and course_language
+        notebooks = i18n.translate_lessons(BUILD / "i18n" / args.language, args.language,
+                                           names=[notebook.stem for notebook in notebooks])
     start, failed = time.perf_counter(), 0
     with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs) as pool:
         comparison = pool.submit(compare_quietly) if args.compare else None  # the longest job first
