@@ -6,7 +6,10 @@ From OUT's files only (grades.csv, timings.csv, gradebook.db, autograded/ notebo
 - report.md and report.html (the same content): per lesson a score histogram (PNG), the number
   of submissions by status, and per graded test cell its pass rate and the three most frequent
   failure messages with how many students got each; then the slowest submissions;
-- grades_wide.csv for a gradebook import: one row per student, one column per lesson, a total.
+- grades_wide.csv for a gradebook import: one row per student, one column per lesson, a total;
+- when the class mixes languages (assignments `<lesson>-nl`, `<lesson>-id` beside `<lesson>` in
+  English, as `make release` names them), each lesson across its languages: the pass rate of
+  every test cell per language and overall.
 A failure message is what the student's feedback shows: the error's last line ("AssertionError:
 ...") with every line of hidden-test source replaced, as autograde.feedback does.
 """
@@ -23,6 +26,7 @@ from .feedback import hidden_lines, scrub
 from .report import FAILED, fmt, read_csv
 
 TOP_MESSAGES = 3
+TRANSLATED = ("nl", "id")   # an assignment "<lesson>-nl" is the Dutch version of "<lesson>"
 SLOWEST = 5
 MESSAGE_CHARS = 300
 
@@ -187,6 +191,7 @@ def _blocks(out, rows, tests, seconds):
                           "; ".join(f"({count}) {message}"
                                     for message, count in failures.most_common(TOP_MESSAGES))])
         blocks.append(("table", table))
+    blocks += _across_languages(rows, tests)
     if seconds:
         slowest = sorted(seconds.items(), key=lambda item: -item[1])[:SLOWEST]
         status = {(r["student_id"], r["assignment"]): r["status"] for r in rows}
@@ -195,6 +200,45 @@ def _blocks(out, rows, tests, seconds):
                     + [[s, a, f"{t:.1f}", status.get((s, a), "")] for (s, a), t in slowest])]
     blocks.append(("p", "Files: grades.csv (one row per submission), grades_wide.csv (one row per "
                         "student, for a gradebook import), feedback/ (what each student reads)."))
+    return blocks
+
+
+def lesson_and_language(assignment):
+    """("01_basic_loop", "nl") for "01_basic_loop-nl"; ("01_basic_loop", "en") for "01_basic_loop"."""
+    lesson, _, language = assignment.rpartition("-")
+    return (lesson, language) if lesson and language in TRANSLATED else (assignment, "en")
+
+
+def _rate(passed, total):
+    return f"{passed}/{total} ({100 * passed / total:.0f} %)" if total else ""
+
+
+def _across_languages(rows, tests):
+    """Per lesson graded in more than one language: mean score and test cells' pass rates per language."""
+    languages = defaultdict(set)
+    for r in rows:
+        lesson, language = lesson_and_language(r["assignment"])
+        languages[lesson].add(language)
+    blocks = []
+    for lesson in sorted(lesson for lesson, found in languages.items() if len(found) > 1):
+        order = [language for language in ("en", *TRANSLATED) if language in languages[lesson]]
+        scores = defaultdict(list)
+        for r in rows:
+            if lesson_and_language(r["assignment"])[0] == lesson:
+                scores[lesson_and_language(r["assignment"])[1]].append(float(r["score"] or 0))
+        mean = lambda values: f"{sum(values) / len(values):.2f} ({len(values)})" if values else ""  # noqa: E731
+        table = [["", *order, "all"], ["mean score (submissions)", *(mean(scores[language]) for language in order),
+                                       mean([v for values in scores.values() for v in values])]]
+        cells = defaultdict(lambda: defaultdict(list))
+        for (assignment, notebook, grade_id), results in tests.items():
+            test_lesson, language = lesson_and_language(assignment)
+            if test_lesson == lesson:
+                cells[grade_id][language] += [ok for _, ok, _ in results]
+        for grade_id, by_language in cells.items():
+            every = [ok for results in by_language.values() for ok in results]
+            table.append([grade_id, *(_rate(sum(by_language[language]), len(by_language[language]))
+                                      for language in order), _rate(sum(every), len(every))])
+        blocks += [("h2", f"{lesson} across languages"), ("table", table)]
     return blocks
 
 

@@ -191,3 +191,21 @@ def test_the_language_is_course_lang_never_the_shells_lang(command, expected):
     """make imports the environment: a shell's LANG must not pick the course's language."""
     out = subprocess.run(["make", "-n", *command.split()], cwd=ROOT, capture_output=True, text=True).stdout
     assert out.endswith(expected), out
+
+
+def test_class_report_shows_a_lesson_across_languages():
+    from autograde import class_report
+    rows = [{"student_id": s, "assignment": a, "score": score}
+            for s, a, score in [("a", "01_basic_loop", 6), ("b", "01_basic_loop-nl", 2), ("c", "01_basic_loop-nl", 6),
+                                ("d", "01_basic_loop-id", 6), ("e", "02_accelerator", 7)]]
+    tests = {("01_basic_loop", "01_basic_loop", "l1-test"): [("a", True, None)],
+             ("01_basic_loop-nl", "01_basic_loop", "l1-test"): [("b", False, "AssertionError: ..."), ("c", True, None)],
+             ("01_basic_loop-id", "01_basic_loop", "l1-test"): [("d", True, None)],
+             ("02_accelerator", "02_accelerator", "l2-test"): [("e", True, None)]}
+    assert class_report.lesson_and_language("01_basic_loop-nl") == ("01_basic_loop", "nl")
+    assert class_report.lesson_and_language("06_local_sgd") == ("06_local_sgd", "en")
+    blocks = class_report._across_languages(rows, tests)
+    assert blocks == [("h2", "01_basic_loop across languages"), ("table", [
+        ["", "en", "nl", "id", "all"],
+        ["mean score (submissions)", "6.00 (1)", "4.00 (2)", "6.00 (1)", "5.00 (4)"],
+        ["l1-test", "1/1 (100 %)", "1/2 (50 %)", "1/1 (100 %)", "3/4 (75 %)"]])]
