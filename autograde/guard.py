@@ -73,6 +73,8 @@ def install(packages=("builtins",), preload=()):
         if name.endswith(".*"):
             try:
                 package = importlib.import_module(names[0])
+                for public in getattr(package, "__all__", ()):  # bind a lazy package's names (helpers)
+                    getattr(package, public)
                 names += [f"{names[0]}.{info.name}" for info in pkgutil.iter_modules(package.__path__)
                           if not info.ispkg and info.name != "__main__"]
             except Exception:

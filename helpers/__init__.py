@@ -1,35 +1,57 @@
 """The course's training core: data, model, the training loops of the slides, plots.
 
 Lessons import it as `import helpers`; tests, `make run` and grading use the same code.
-"""
-from .checkpointing import (activation_checkpointing, gradient_difference, measure_checkpointing,
-                            train_checkpointed)
-from .corpus import make_paraphrase_corpus
-from .data import check_data, load_data, make_dataloader, tokenize_data
-from .distributed import run_on_processes
-from .local_sgd import measure_local_sgd, synchronisations_saved, train_local_sgd
-from .memory import measure_peak_memory
-from .metrics import classification_metrics, compute_metrics, majority_class_accuracy
-from .modeling import count_loss_per_example, load_model, load_tokenizer
-from .optimizers import (compare_optimizers, eight_bit_unavailable, make_optimizer, optimizer_state_bytes,
-                         state_bytes_per_parameter)
-from .plots import plot_history
-from .precision import measure_mixed_precision, train_mixed_precision
-from .quiet import quiet
-from .resume import checkpoint_bytes, prepare_resumable, resume_point, train_resumable
-from .trainer import make_trainer
-from .training import (History, evaluate, examples_per_window, make_scheduler,
-                       optimizer_steps_per_epoch, train_accelerate, train_pytorch)
 
-__all__ = [
-    "History", "activation_checkpointing", "check_data", "checkpoint_bytes", "classification_metrics",
-    "compare_optimizers", "compute_metrics", "count_loss_per_example", "eight_bit_unavailable", "evaluate",
-    "examples_per_window", "gradient_difference", "load_data", "load_model", "load_tokenizer",
-    "majority_class_accuracy", "make_dataloader", "make_optimizer", "make_paraphrase_corpus", "make_scheduler",
-    "make_trainer",
-    "measure_checkpointing", "measure_local_sgd", "measure_mixed_precision", "measure_peak_memory",
-    "optimizer_state_bytes", "optimizer_steps_per_epoch", "plot_history", "prepare_resumable", "quiet",
-    "resume_point", "run_on_processes", "state_bytes_per_parameter", "synchronisations_saved",
-    "tokenize_data", "train_accelerate", "train_checkpointed", "train_local_sgd", "train_mixed_precision",
-    "train_pytorch", "train_resumable",
-]
+`import helpers` itself imports nothing heavy: each name below is imported from its module on
+first use (PEP 562's module `__getattr__`), so a kernel pays only for what its lesson uses
+(scikit-learn, the Trainer, accelerate's LocalSGD, bitsandbytes ... only where a lesson needs
+them). `helpers.load_data`, `from helpers import load_data` and `helpers.exercises` all work.
+"""
+import importlib
+from pathlib import Path
+
+# module -> the public names it gives to `helpers`
+EXPORTS = {
+    "checkpointing": ["activation_checkpointing", "gradient_difference", "measure_checkpointing",
+                      "train_checkpointed"],
+    "corpus": ["make_paraphrase_corpus"],
+    "data": ["check_data", "load_data", "make_dataloader", "tokenize_data"],
+    "distributed": ["run_on_processes"],
+    "language": ["current_language", "message", "use_language"],
+    "local_sgd": ["measure_local_sgd", "synchronisations_saved", "train_local_sgd"],
+    "memory": ["measure_peak_memory"],
+    "metrics": ["classification_metrics", "compute_metrics", "majority_class_accuracy"],
+    "modeling": ["count_loss_per_example", "load_model", "load_tokenizer"],
+    "optimizers": ["compare_optimizers", "eight_bit_unavailable", "make_optimizer", "optimizer_state_bytes",
+                   "state_bytes_per_parameter"],
+    "plots": ["plot_history"],
+    "precision": ["measure_mixed_precision", "train_mixed_precision"],
+    "quiet": ["quiet"],
+    "resume": ["checkpoint_bytes", "prepare_resumable", "resume_point", "train_resumable"],
+    "trainer": ["make_trainer"],
+    "training": ["History", "evaluate", "examples_per_window", "make_scheduler", "optimizer_steps_per_epoch",
+                 "train_accelerate", "train_pytorch"],
+}
+_MODULE_OF = {name: module for module, names in EXPORTS.items() for name in names}
+__all__ = sorted(_MODULE_OF)
+_SUBMODULES = {path.stem for path in Path(__file__).parent.glob("*.py") if path.stem != "__init__"}
+# `quiet` also names a module: its first import would bind the module to `helpers.quiet`, so the
+# function is bound now (helpers/quiet.py imports its libraries when a block starts)
+from .quiet import quiet  # noqa: E402
+
+
+def __getattr__(name):
+    """Import a public name's module (or a submodule, `helpers.exercises`) on first use."""
+    if name in _MODULE_OF:
+        value = getattr(importlib.import_module(f"{__name__}.{_MODULE_OF[name]}"), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f"{__name__}.{name}")
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # next time a plain attribute: no call, and vars(helpers) shows it
+    return value
+
+
+def __dir__():
+    """Tab completion shows every public name, imported yet or not."""
+    return sorted(set(globals()) | set(__all__))

@@ -4,13 +4,12 @@ import io
 import logging
 import warnings
 
-import datasets
-import transformers
-
 
 @contextlib.contextmanager
 def quiet():
     """Inside this block: no warnings, no library logging, no progress bars, no stderr."""
+    import datasets  # here, not at the top: `import helpers` imports this module (helpers/__init__.py)
+    import transformers
     transformers_level = transformers.logging.get_verbosity()
     datasets_level = datasets.logging.get_verbosity()
     transformers.logging.set_verbosity_error()
