@@ -18,7 +18,6 @@ EXPORTS = {
     "data": ["check_data", "load_data", "make_dataloader", "tokenize_data"],
     "distributed": ["run_on_processes"],
     "language": ["current_language", "message", "use_language"],
-    "language": ["use_language"],
     "local_sgd": ["measure_local_sgd", "synchronisations_saved", "train_local_sgd"],
     "memory": ["measure_peak_memory"],
     "metrics": ["classification_metrics", "compute_metrics", "majority_class_accuracy"],
