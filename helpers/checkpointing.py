@@ -10,6 +10,7 @@ memory) and what it costs (step time).
 """
 import contextlib
 import functools
+import statistics
 
 import torch
 from tqdm.auto import tqdm
@@ -17,7 +18,7 @@ from tqdm.auto import tqdm
 from .checks import require_positive_int
 from .data import make_dataloader
 from .memory import measure_peak_memory
-from .timing import step_seconds
+from .timing import ratio_spread, step_times
 from .training import train_accelerate, train_pytorch
 
 PATHS = {"pytorch": train_pytorch, "accelerate": train_accelerate}
@@ -86,13 +87,18 @@ def gradient_difference(model, batch, seed=0):
 def saved_activation_bytes(function, *args):
     """(output, bytes): run `function(*args)` and count the bytes autograd keeps for backward.
 
-    These saved tensors (the activations, mostly) are what checkpointing makes fewer.
-    A tensor saved twice counts twice; parameters saved by a layer count too.
+    These saved tensors (the activations, mostly) are what checkpointing makes fewer. Tensors
+    that share memory with a parameter of `function` or of a module among `args` (a Linear
+    layer keeps its weight for backward) are not counted: autograd keeps only a reference to
+    them, and they are in memory anyway. A tensor saved twice counts twice.
     """
+    modules = [item for item in (function, *args) if isinstance(item, torch.nn.Module)]
+    parameter_memory = {p.untyped_storage().data_ptr() for module in modules for p in module.parameters()}
     sizes = []
 
     def pack(tensor):
-        sizes.append(tensor.numel() * tensor.element_size())
+        if tensor.untyped_storage().data_ptr() not in parameter_memory:
+            sizes.append(tensor.numel() * tensor.element_size())
         return tensor
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
@@ -100,14 +106,15 @@ def saved_activation_bytes(function, *args):
     return output, sum(sizes)
 
 
-def measure_checkpointing(model, dataset, tokenizer, batch_sizes=(16, 64), *, repeats=3, progress=True):
+def measure_checkpointing(model, dataset, tokenizer, batch_sizes=(16, 64), *, repeats=5, progress=True):
     """Peak memory and step time of a training step, with and without checkpointing.
 
     Returns one row (a dict of plain numbers) per batch size: batch_size, tokens (per example,
     after padding), peak_mib / peak_mib_checkpointed (by `measure_peak_memory`: one optimizer
-    step with Adam; the weights are not counted) and seconds / seconds_checkpointed (median
-    forward + backward time, the two settings taking turns). checkpointed / plain is the ratio
-    to report: below 1 for memory (what it buys), above 1 for time (what it costs).
+    step with Adam; the weights are not counted), seconds / seconds_checkpointed (median
+    forward + backward time, the two settings taking turns for `repeats` rounds), and
+    time_ratio, time_ratio_low, time_ratio_high: the median, lowest and highest ratio of the
+    checkpointed time to the plain time within a round.
     """
     require_positive_int("repeats", repeats)
     device = next(model.parameters()).device
@@ -123,12 +130,34 @@ def measure_checkpointing(model, dataset, tokenizer, batch_sizes=(16, 64), *, re
             for checkpointing in (False, True):
                 with activation_checkpointing(model, checkpointing):
                     peaks[checkpointing] = measure_peak_memory(model, dataset, tokenizer, batch_size)
-            seconds = step_seconds(model, batch, repeats=repeats, variants={
+            times = step_times(model, batch, repeats=repeats, variants={
                 "plain": functools.partial(activation_checkpointing, model, False),
                 "checkpointed": functools.partial(activation_checkpointing, model, True)})
+            ratio, low, high = ratio_spread(times, "checkpointed", "plain")
             rows.append({"batch_size": batch_size, "tokens": batch["input_ids"].shape[1],
                          "peak_mib": peaks[False], "peak_mib_checkpointed": peaks[True],
-                         "seconds": seconds["plain"], "seconds_checkpointed": seconds["checkpointed"]})
+                         "seconds": statistics.median(times["plain"]),
+                         "seconds_checkpointed": statistics.median(times["checkpointed"]),
+                         "time_ratio": ratio, "time_ratio_low": low, "time_ratio_high": high, "rounds": repeats})
     finally:
         model.train(was_training)
     return rows
+
+
+def conclusion(rows):
+    """What the rows of `measure_checkpointing` say, in words, from their own numbers."""
+    lines = []
+    for row in rows:
+        memory = row["peak_mib_checkpointed"] / row["peak_mib"]
+        lines.append(f"batch {row['batch_size']}: checkpointing needed {memory:.2f}x the peak memory "
+                     f"({'saved' if memory < 1 else 'added'} {abs(1 - memory):.0%}) and {row['time_ratio']:.2f}x the "
+                     f"time of a step (median of {row['rounds']} rounds; from {row['time_ratio_low']:.2f}x "
+                     f"to {row['time_ratio_high']:.2f}x).")
+    first, last = rows[0], rows[-1]
+    if len(rows) > 1:
+        saved_first = 1 - first["peak_mib_checkpointed"] / first["peak_mib"]
+        saved_last = 1 - last["peak_mib_checkpointed"] / last["peak_mib"]
+        trend = "grew" if saved_last > saved_first else "did not grow"
+        lines.append(f"The share of memory saved {trend} with the batch: {saved_first:.0%} at batch "
+                     f"{first['batch_size']}, {saved_last:.0%} at batch {last['batch_size']}.")
+    return "\n".join(lines)

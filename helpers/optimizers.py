@@ -63,10 +63,18 @@ def make_optimizer(name, parameters, learning_rate=5e-4, weight_decay=0.0):
 
 
 def optimizer_state_bytes(optimizer):
-    """Bytes of every tensor the optimizer keeps in its state (moments, scales, step counters)."""
-    return sum(value.numel() * value.element_size()
-               for state in optimizer.state.values() for value in state.values()
-               if isinstance(value, torch.Tensor))
+    """Bytes of memory the optimizer's state holds (moments, scales, step counters).
+
+    Each piece of memory counts once, however many state entries point to it: bitsandbytes
+    gives every parameter's state the same two quantisation maps (qmap1, qmap2).
+    """
+    storages = {}
+    for state in optimizer.state.values():
+        for value in state.values():
+            if isinstance(value, torch.Tensor):
+                storage = value.untyped_storage()
+                storages[(value.device, storage.data_ptr())] = storage.nbytes()
+    return sum(storages.values())
 
 
 def count_parameters(parameters):

@@ -1,4 +1,4 @@
-"""Pictures of training: loss, validation accuracy and learning rate."""
+"""Pictures of training: loss, validation accuracy and learning rate; the files of a checkpoint."""
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -64,3 +64,29 @@ def plot_history(histories, title="Training", validation_accuracy=None, majority
     figure.suptitle(message(title))
     figure.tight_layout()
     return figure
+
+
+def readable_bytes(size):
+    """12 B, 3.4 kB, 1.2 MB, 5.0 GB: a size in bytes as people read it (powers of 1000)."""
+    for unit in ("B", "kB", "MB"):
+        if size < 1000:
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1000
+    return f"{size:.1f} GB"
+
+
+def plot_file_sizes(sizes, axis, title="What the checkpoint holds"):
+    """Draw {file name: bytes} as horizontal bars on `axis`, each labelled with its size.
+
+    The axis is logarithmic, so that a file of a few bytes shows next to one of megabytes.
+    """
+    names = list(sizes)
+    axis.barh(names, [sizes[name] for name in names])
+    axis.invert_yaxis()  # the first file on top
+    axis.set_xscale("log")
+    for row, name in enumerate(names):
+        axis.annotate(readable_bytes(sizes[name]), (sizes[name], row), xytext=(4, 0), textcoords="offset points",
+                      va="center", fontsize="small")
+    axis.set_xlim(0.5, max(sizes.values()) * 30)  # room for the last label
+    axis.set(title=title, xlabel="bytes (logarithmic axis)")
+    axis.grid(alpha=0.3, axis="x")

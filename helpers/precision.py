@@ -1,16 +1,24 @@
-"""Mixed precision: compute the forward pass in 16 bits, keep the weights and the update in 32.
+"""Mixed precision: compute in 16 bits where it pays, keep the weights and the update in 32.
 
-`torch.autocast(device_type, dtype)` runs the operations that gain from it (matrix products)
-in `dtype` and keeps the sensitive ones (softmax, losses, sums) in float32; the weights stay
-float32. bfloat16 has float32's range, so it needs no loss scaling; float16 has a small range,
-so small gradients would round to 0: a `GradScaler` multiplies the loss before backward and
-divides the gradients again before the optimizer steps.
+`torch.autocast(device_type, dtype)` casts the inputs of the operations on its list for that
+device to `dtype` (matrix products on every device), and keeps a few others in float32; the
+weights, their gradients and the optimizer's state stay float32. The lists differ per device:
+on the CPU with bfloat16, softmax, layer_norm and sums of a bfloat16 tensor stay bfloat16 and
+only the loss (cross_entropy) comes out float32; on CUDA softmax, layer_norm and sums run in
+float32 (torch/testing/_internal/autocast_test_lists.py shows both lists; tests/test_claims.py
+checks the CPU's).
+bfloat16 has float32's range, so it needs no loss scaling; float16 has a small range, so tiny
+gradients would lose their digits or become 0: a `GradScaler` multiplies the loss before
+backward and divides the gradients again before the optimizer steps.
 
 `train_mixed_precision` is the basic loop with autocast (and a GradScaler for float16);
-`measure_mixed_precision` measures step time and peak memory against float32.
+`measure_mixed_precision` measures step time and peak memory against float32, and `conclusion`
+says in words what those numbers mean on this machine.
 """
 import functools
+import statistics
 import time
+from pathlib import Path
 
 import torch
 from tqdm.auto import tqdm
@@ -18,7 +26,7 @@ from tqdm.auto import tqdm
 from .checks import require_positive_int
 from .data import make_dataloader
 from .memory import measure_peak_memory
-from .timing import step_seconds
+from .timing import ratio_spread, step_times
 from .training import History, _setup
 
 PRECISIONS = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -82,13 +90,14 @@ def train_mixed_precision(model, dataloader, *, precision="bfloat16", epochs=1, 
 
 
 def measure_mixed_precision(model, dataset, tokenizer, batch_size=32, precisions=("float32", "bfloat16"),
-                            *, repeats=3, progress=True):
+                            *, repeats=5, progress=True):
     """Step time and peak memory of a training step in each precision.
 
-    Returns one row per precision (a dict of plain numbers): precision, seconds (median forward
-    + backward time; the precisions take turns), peak_mib (one optimizer step with Adam, by
-    `measure_peak_memory`; the weights are not counted). The ratio to report is each row's
-    seconds and peak_mib over the float32 row's.
+    Returns one row per precision (a dict of plain numbers): precision; seconds (median forward
+    + backward time; the precisions take turns, `repeats` rounds); time_ratio, time_ratio_low and
+    time_ratio_high (the median, lowest and highest ratio to float32's time within a round);
+    rounds; peak_mib (one optimizer step with Adam, by `measure_peak_memory`; the weights are
+    not counted). The first precision is the baseline (float32).
     """
     require_positive_int("batch_size", batch_size)
     require_positive_int("repeats", repeats)
@@ -102,9 +111,68 @@ def measure_mixed_precision(model, dataset, tokenizer, batch_size=32, precisions
         batch = {key: value.to(device) for key, value in batch.items()}
         peaks = {precision: measure_peak_memory(model, dataset, tokenizer, batch_size, autocast_dtype=dtype_of(precision))
                  for precision in tqdm(precisions, desc="measure_mixed_precision", disable=not progress)}
-        seconds = step_seconds(model, batch, repeats=repeats, variants={
+        times = step_times(model, batch, repeats=repeats, variants={
             precision: functools.partial(autocast, device, precision) for precision in precisions})
     finally:
         model.train(was_training)
-    return [{"precision": precision, "seconds": seconds[precision], "peak_mib": peaks[precision]}
-            for precision in precisions]
+    rows = []
+    for precision in precisions:
+        ratio, low, high = ratio_spread(times, precision, precisions[0])
+        rows.append({"precision": precision, "seconds": statistics.median(times[precision]), "time_ratio": ratio,
+                     "time_ratio_low": low, "time_ratio_high": high, "rounds": repeats, "peak_mib": peaks[precision]})
+    return rows
+
+
+# the /proc/cpuinfo flags of instructions that compute in bfloat16 (x86: AVX512-BF16, AMX; Arm: bf16)
+BF16_FLAGS = ("avx512_bf16", "amx_bf16", "bf16")
+
+
+def cpu_bf16_instructions(cpuinfo="/proc/cpuinfo"):
+    """The bfloat16 instruction flags this CPU reports (a sorted list), or None where there is
+    no /proc/cpuinfo to read (not Linux)."""
+    try:
+        text = Path(cpuinfo).read_text()
+    except OSError:
+        return None
+    flags = set()
+    for line in text.splitlines():
+        if line.lower().startswith(("flags", "features")):
+            flags.update(line.split(":", 1)[1].split())
+    return sorted(flags & set(BF16_FLAGS))
+
+
+def conclusion(rows, device, bf16_instructions=None):
+    """What the rows of `measure_mixed_precision` say, in words, from their own numbers.
+
+    `device` is where they were measured; on a CPU, `bf16_instructions` (default: read from
+    /proc/cpuinfo by `cpu_bf16_instructions`) tells whether it computes in bfloat16 natively.
+    """
+    device = torch.device(device)
+    lines = []
+    for row in rows[1:]:
+        ratio, base = row["time_ratio"], rows[0]["precision"]
+        spread = (f"the median of {row['rounds']} rounds, "
+                  f"from {row['time_ratio_low']:.2f}x to {row['time_ratio_high']:.2f}x")
+        if 0.9 <= ratio <= 1.1:
+            speed = f"about as long as a {base} step ({ratio:.2f}x; {spread})"
+        else:
+            speed = f"{ratio:.2f}x as long as a {base} step ({'faster' if ratio < 1 else 'slower'}; {spread})"
+        memory = row["peak_mib"] / rows[0]["peak_mib"]
+        lines.append(f"On this machine a {row['precision']} step took {speed}, "
+                     f"and needed {memory:.2f}x the peak memory.")
+    if device.type != "cpu":
+        lines.append(f"Measured on {device.type}: GPUs with tensor cores compute in 16 bits much faster than in 32.")
+        return "\n".join(lines)
+    flags = cpu_bf16_instructions() if bf16_instructions is None else bf16_instructions
+    if flags:
+        lines.append(f"This CPU has bfloat16 instructions ({', '.join(flags)}): its bfloat16 matrix products "
+                     "can be faster than float32 ones, when the matrices are large enough to pay for "
+                     "autocast's conversions.")
+    elif flags == []:
+        lines.append("This CPU has no bfloat16 instructions (no avx512_bf16 or amx_bf16 in /proc/cpuinfo): "
+                     "it has no fast bfloat16 matrix product, so bfloat16 is slow here. "
+                     "On a GPU with tensor cores, or a CPU with AMX, bfloat16 is usually faster than float32.")
+    else:
+        lines.append("Whether this CPU has bfloat16 instructions is unknown (no /proc/cpuinfo); without them "
+                     "bfloat16 is slow on a CPU.")
+    return "\n".join(lines)

@@ -9,7 +9,7 @@ import torch
 
 import helpers
 from helpers import checkpointing
-from helpers.exercises_efficiency import model_with_broken_checkpointing, tiny_batch
+from helpers.exercises_efficiency import model_with_broken_checkpointing, tiny_batch, tiny_layers
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +67,9 @@ def test_checkpointing_lowers_the_peak_memory_of_a_large_batch(small_data, token
                                                     repeats=1, progress=False)
     assert row["peak_mib_checkpointed"] < 0.8 * row["peak_mib"], row
     assert row["seconds"] > 0 and row["seconds_checkpointed"] > 0
-    assert set(row) == {"batch_size", "tokens", "peak_mib", "peak_mib_checkpointed", "seconds", "seconds_checkpointed"}
+    assert set(row) == {"batch_size", "tokens", "peak_mib", "peak_mib_checkpointed", "seconds", "seconds_checkpointed",
+                        "time_ratio", "time_ratio_low", "time_ratio_high", "rounds"}
+    assert row["time_ratio_low"] <= row["time_ratio"] <= row["time_ratio_high"]
 
 
 def test_saved_activation_bytes_see_what_checkpoint_keeps():
@@ -77,6 +79,37 @@ def test_saved_activation_bytes_see_what_checkpoint_keeps():
     _, plain = checkpointing.saved_activation_bytes(layer, x)
     _, kept = checkpointing.saved_activation_bytes(lambda x: checkpoint(layer, x, use_reentrant=False), x)
     assert kept < plain / 4, (kept, plain)
+
+
+def test_saved_activation_bytes_leaves_out_the_weights_autograd_keeps():
+    """Lesson 5's stack: 4 layers of width 32, 64 examples. Each Linear keeps its weight (by
+    reference, not counted); the activations are 288 KiB, with checkpointing 32 KiB (the inputs)."""
+    from torch.utils.checkpoint import checkpoint
+    layers = tiny_layers(num_layers=4, width=32)
+    x = torch.randn(64, 32)
+
+    def forward(layers, hidden, wrap=lambda layer, hidden: layer(hidden)):
+        for layer in layers:
+            hidden = wrap(layer, hidden)
+        return hidden
+
+    _, plain = checkpointing.saved_activation_bytes(forward, layers, x)
+    _, kept = checkpointing.saved_activation_bytes(
+        lambda layers, x: forward(layers, x, lambda layer, hidden: checkpoint(layer, hidden, use_reentrant=False)),
+        layers, x)
+    assert (plain, kept) == (288 * 1024, 4 * 64 * 32 * 4)
+
+
+def test_conclusion_follows_the_numbers():
+    rows = [{"batch_size": 16, "peak_mib": 10.0, "peak_mib_checkpointed": 9.0, "time_ratio": 1.3,
+             "time_ratio_low": 1.1, "time_ratio_high": 1.5, "rounds": 5},
+            {"batch_size": 64, "peak_mib": 40.0, "peak_mib_checkpointed": 20.0, "time_ratio": 1.25,
+             "time_ratio_low": 1.2, "time_ratio_high": 1.4, "rounds": 5}]
+    text = checkpointing.conclusion(rows)
+    assert "batch 16: checkpointing needed 0.90x the peak memory (saved 10%) and 1.30x the time" in text
+    assert "from 1.10x to 1.50x" in text and "grew with the batch: 10% at batch 16, 50% at batch 64" in text
+    rows[1]["peak_mib_checkpointed"] = 39.0
+    assert "did not grow with the batch" in checkpointing.conclusion(rows)
 
 
 def test_bad_path_is_named():

@@ -73,6 +73,30 @@ def test_8bit_adamw_keeps_about_2_bytes_per_parameter():
     assert 2 < measured["bytes_per_parameter"] < 2.5
 
 
+SHARED_MAPS = """
+import torch, helpers
+from helpers import optimizers
+model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.Linear(256, 256))
+optimizer = optimizers.make_optimizer("adamw_8bit", model.parameters(), 1e-3)
+model(torch.randn(4, 256)).sum().backward()
+optimizer.step()
+print(optimizers.optimizer_state_bytes(optimizer))
+"""
+
+
+def test_8bit_state_counts_the_shared_quantisation_maps_once():
+    """bitsandbytes gives every 8-bit state the same two maps (qmap1, qmap2: 256 float32 each)."""
+    reason = optimizers.eight_bit_unavailable()
+    if reason:
+        pytest.skip(reason)
+    run = subprocess.run([sys.executable, "-c", SHARED_MAPS], capture_output=True, text=True, cwd=ROOT)
+    assert run.returncode == 0, run.stderr[-2000:]
+    weight = 2 * 256 * 256 + 2 * (256 * 256 // 256) * 4  # two 8-bit moments, a float32 scale per block of 256
+    bias = 2 * 256 * 4  # under 4096 numbers: two float32 moments
+    maps = 2 * 256 * 4  # once, not once per weight matrix
+    assert int(run.stdout.strip().splitlines()[-1]) == 2 * weight + 2 * bias + maps
+
+
 def test_the_default_model_with_each_optimizer(tokenizer, small_data):
     rows = {row["optimizer"]: row for row in optimizers.compare_optimizers(
         small_data["train"], tokenizer, names=("adamw", "adafactor"), batch_size=16, progress=False)}

@@ -1,9 +1,10 @@
-"""The lessons' plots: loss with its running mean, validation accuracy beside it, learning rate."""
+"""The lessons' plots: loss with its running mean, validation accuracy beside it, learning rate;
+the files of a checkpoint."""
 import numpy as np
 import pytest
 
 import helpers
-from helpers.plots import running_mean
+from helpers.plots import plot_file_sizes, readable_bytes, running_mean
 
 
 def test_running_mean_averages_the_last_values():
@@ -51,3 +52,19 @@ def test_majority_class_accuracy_is_the_share_of_the_most_common_label():
     assert helpers.majority_class_accuracy(data["validation"]["label"]) == 0.65, "lesson 1's validation pairs"
     with pytest.raises(ValueError, match="no labels"):
         helpers.majority_class_accuracy([])
+
+
+def test_readable_bytes():
+    assert [readable_bytes(size) for size in (5, 1100, 1_520_000, 3e9)] == ["5 B", "1.1 kB", "1.5 MB", "3.0 GB"]
+
+
+def test_checkpoint_files_keep_their_names_and_tiny_files_show():
+    """Lesson 9: a file of 5 bytes next to one of 3 MB, each named in full and labelled with its size."""
+    import matplotlib.pyplot as plt
+    sizes = {"custom_checkpoint_0.pkl": 5, "model.safetensors": 1_520_000, "optimizer.bin": 3_050_000}
+    figure, axis = plt.subplots()
+    plot_file_sizes(sizes, axis)
+    assert axis.get_xscale() == "log"
+    assert [label.get_text() for label in axis.get_yticklabels()] == list(sizes)
+    assert [text.get_text() for text in axis.texts] == ["5 B", "1.5 MB", "3.0 MB"]
+    plt.close(figure)

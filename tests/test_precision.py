@@ -82,7 +82,37 @@ def test_measure_mixed_precision_returns_plain_rows(small_data, tokenizer):
                                                  repeats=1, progress=False)
     assert [row["precision"] for row in rows] == ["float32", "bfloat16"]
     for row in rows:
-        assert row["seconds"] > 0 and row["peak_mib"] > 0
+        assert row["seconds"] > 0 and row["peak_mib"] > 0 and row["rounds"] == 1
+        assert row["time_ratio_low"] <= row["time_ratio"] <= row["time_ratio_high"]
+    assert rows[0]["time_ratio"] == 1.0
+
+
+ROWS = [{"precision": "float32", "seconds": 0.1, "time_ratio": 1.0, "time_ratio_low": 1.0, "time_ratio_high": 1.0,
+         "rounds": 5, "peak_mib": 20.0},
+        {"precision": "bfloat16", "seconds": 1.14, "time_ratio": 11.4, "time_ratio_low": 10.9, "time_ratio_high": 12.0,
+         "rounds": 5, "peak_mib": 16.8}]
+
+
+def test_conclusion_follows_the_numbers_and_the_cpu():
+    slow = precision.conclusion(ROWS, "cpu", bf16_instructions=[])
+    assert ("a bfloat16 step took 11.40x as long as a float32 step (slower; the median of 5 rounds, "
+            "from 10.90x to 12.00x), and needed 0.84x the peak memory") in slow
+    assert "no bfloat16 instructions" in slow
+    fast = [ROWS[0], {**ROWS[1], "time_ratio": 0.5, "time_ratio_low": 0.4, "time_ratio_high": 0.6}]
+    text = precision.conclusion(fast, "cpu", bf16_instructions=["amx_bf16", "avx512_bf16"])
+    assert "0.50x as long as a float32 step (faster;" in text and "(amx_bf16, avx512_bf16)" in text
+    same = [ROWS[0], {**ROWS[1], "time_ratio": 1.05}]
+    assert "about as long as" in precision.conclusion(same, "cuda")
+
+
+def test_cpu_bf16_instructions_come_from_the_flags(tmp_path):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor : 0\nflags : fpu avx2 avx512f avx512_bf16 amx_bf16 amx_tile\n\n"
+                       "processor : 1\nflags : fpu avx2 avx512f avx512_bf16 amx_bf16 amx_tile\n")
+    assert precision.cpu_bf16_instructions(cpuinfo) == ["amx_bf16", "avx512_bf16"]
+    cpuinfo.write_text("processor : 0\nflags : fpu avx2 fma\n")
+    assert precision.cpu_bf16_instructions(cpuinfo) == []
+    assert precision.cpu_bf16_instructions(tmp_path / "missing") is None
 
 
 def test_bad_precision_is_named():
