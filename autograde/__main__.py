@@ -1,20 +1,23 @@
 """`python -m autograde --submissions PATH --out OUT --jobs N`: grade a class (see README).
 
+A rerun into the same OUT grades only the submissions not graded there yet or changed since
+(the submitted notebook, the assignment's source and release, the grading options) and keeps the
+rest; --regrade grades all again. Manual grades in the gradebook stay.
+
 Exit status: 0 when the batch was processed (even if some submissions failed: see grades.csv),
-2 when it could not be (bad path, broken course sources, no isolation available).
+2 when it could not be (bad path, broken course sources, no isolation available), 128 + the
+signal's number when SIGINT, SIGTERM or SIGHUP stopped it (rerun to grade what is left).
 """
 import argparse
 import os
 import sys
-from pathlib import Path
 
+from . import REPO
 from .collect import CollectError
 from .course import CourseError
 from .profile import GRADING_PARAMETERS
 from .sandbox import SandboxError
 from .shards import shard_argument
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 def parse(argv=None):
@@ -44,6 +47,8 @@ def parse(argv=None):
     parser.add_argument("--shard", default=None, type=shard_argument,
                         help="K/N: grade only the K-th of N deterministic shares (merge the OUT "
                              "folders with python -m autograde.shards)")
+    parser.add_argument("--regrade", action="store_true",
+                        help="grade every submission again, also those OUT holds unchanged")
     parser.add_argument("--full-size", action="store_true",
                         help="run the demonstration cells with the lesson's own parameters, not "
                              "the grading profile's smaller sizes (autograde/profile.py)")
@@ -61,11 +66,10 @@ def main(argv=None):
         return 2
     from .batch import run
     try:
-        run(options)
+        return run(options)
     except (CollectError, CourseError, SandboxError, FileNotFoundError) as error:
         print(f"autograde: {error}", file=sys.stderr)
         return 2
-    return 0
 
 
 if __name__ == "__main__":

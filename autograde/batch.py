@@ -4,122 +4,288 @@ and one sandboxed kernel each), merge results into the gradebook, write the tabl
 Workers are forked by the standard library's forkserver, which imports autograde.grade (and so
 nbgrader) once: a fresh process per submission without seconds of imports each. Each worker's
 log, with every traceback, is kept as OUT/logs/<student>/<assignment>.log.
+
+Nothing graded is lost: each submission is recorded as soon as it is graded, and a rerun grades
+only what is not graded yet or has changed (autograde/resume.py). SIGINT, SIGTERM and SIGHUP stop
+the batch: the running workers are killed (their kernels die with them) and what they were
+grading is left for the next run; the class report is written for what is done. A closed stdout
+or stderr stops nothing: the grading goes on without printing (report.say).
 """
 import json
 import multiprocessing
 import os
 import queue
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 import warnings
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
 
-from . import class_report, report, sandbox, shards
+from . import REPO, class_report, report, resume, sandbox, shards
 from .collect import collect
 from .course import assignments_in, ensure_venv_on_path, prepare
 from .grade import LOG_NAME, GradingLimits, Job, run_job
+from .report import say
 
-REPO = Path(__file__).resolve().parent.parent
+# The options that change a grade: after a change of any, a rerun grades every submission again.
+GRADING_RULES = ("cell_timeout", "timeout", "memory_mb", "max_output_bytes", "protected", "preload",
+                 "sandbox", "parameters")
+
+
+@dataclass(frozen=True)
+class Batch:
+    """What every job of the batch shares."""
+    options: object        # the command line (autograde.__main__.parse)
+    assignments: dict      # {assignment: [notebook names]}
+    out: Path
+    template: Path         # the gradebook with the assignments' records, copied for each job
+    kernel_env: dict
+    hidden: tuple          # folders no kernel may see
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One of the --jobs places where a submission is graded: its kernel's folder and uid."""
+    scratch: Path
+    uid: int | None
+
+
+class Stop:
+    """Context: SIGINT, SIGTERM and SIGHUP only record the first signal (the batch then stops at
+    once, in order); a second one acts as it would without the grader."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self):
+        self.signal = None
+        self._previous = {}
+
+    def __enter__(self):
+        self._previous = {number: signal.signal(number, self._received) for number in self.SIGNALS}
+        return self
+
+    def __exit__(self, *exc):
+        self._restore()
+
+    def _received(self, number, frame):
+        self.signal = signal.Signals(number)
+        self._restore()
+
+    def _restore(self):
+        for number, handler in self._previous.items():
+            signal.signal(number, handler)
+
+
+class Workers:
+    """The grading workers: one process per job, forked by the forkserver. stop() kills the
+    running ones (their kernels die with them: bwrap --die-with-parent, or ipykernel's watch
+    of its parent without a sandbox) and starts no more."""
+
+    def __init__(self):
+        self._context = multiprocessing.get_context("forkserver")
+        self._context.set_forkserver_preload(["autograde.warm"])
+        self._running = set()
+        self._lock = threading.Lock()
+        self.stopped = False
+
+    def run(self, job, seconds):
+        """Grade `job` in a new worker: True when the worker ended by itself, False when it was
+        killed after `seconds`, None when the batch had stopped before it started."""
+        with self._lock:  # so that stop() cannot miss a worker that is starting
+            if self.stopped:
+                return None
+            worker = self._context.Process(target=run_job, args=(job,), name=f"grade {job.student}")
+            worker.start()
+            self._running.add(worker)
+        worker.join(seconds)
+        late = worker.is_alive()
+        if late:
+            worker.kill()
+            worker.join()
+        with self._lock:
+            self._running.discard(worker)
+        return not late
+
+    def stop(self):
+        with self._lock:
+            self.stopped = True
+            for worker in self._running:
+                worker.kill()
 
 
 def run(options):
+    """Grade the class. Returns the exit status: 0 when every submission is graded, 128 + the
+    signal's number when a signal stopped the batch."""
     started = time.monotonic()
-    ensure_venv_on_path()
-    source = Path(options.source).resolve()
-    out = Path(options.out).resolve()
-    assignments = assignments_in(source)
-    uids = [None] * options.jobs
-    if options.sandbox:
-        sandbox.check_available()
-        uids = sandbox.kernel_uids(options.jobs)
-    else:
-        print("WARNING: AUTOGRADE_SANDBOX=off: student code runs as you, with your files and "
-              "network, without memory limits. Only for trusted submissions.", file=sys.stderr)
-    prepare(source, out, assignments)
-    work = Path(tempfile.mkdtemp(prefix="autograde-"))
-    try:
-        return _run(options, source, out, assignments, work, uids, started)
-    finally:
-        if os.environ.get("AUTOGRADE_KEEP_WORK"):
-            print(f"AUTOGRADE_KEEP_WORK: work folders kept in {work}", file=sys.stderr)
+    with Stop() as stop:
+        ensure_venv_on_path()
+        source = Path(options.source).resolve()
+        out = Path(options.out).resolve()
+        assignments = assignments_in(source)
+        uids = [None] * options.jobs
+        if options.sandbox:
+            sandbox.check_available()
+            uids = sandbox.kernel_uids(options.jobs)
         else:
-            shutil.rmtree(work, ignore_errors=True)
+            say("WARNING: AUTOGRADE_SANDBOX=off: student code runs as you, with your files and "
+                "network, without memory limits. Only for trusted submissions.", sys.stderr)
+        prepare(source, out, assignments)
+        work = Path(tempfile.mkdtemp(prefix="autograde-"))
+        try:
+            return _run(options, source, out, assignments, work, uids, stop, started)
+        finally:
+            if os.environ.get("AUTOGRADE_KEEP_WORK"):
+                say(f"AUTOGRADE_KEEP_WORK: work folders kept in {work}", sys.stderr)
+            else:
+                shutil.rmtree(work, ignore_errors=True)
 
 
-def _run(options, source, out, assignments, work, uids, started):
+def _run(options, source, out, assignments, work, uids, stop, started):
     os.chmod(work, 0o711)
     jobs_dir, kernels_dir = work / "jobs", work / "kernels"
     jobs_dir.mkdir(mode=0o700)
     kernels_dir.mkdir(mode=0o711)
     submissions = collect(options.submissions, assignments, jobs_dir, options.named_regexp)
     submissions = shards.select(submissions, options.shard)  # --shard K/N: this run's share
-    template = jobs_dir / "template.db"
-    shutil.copy(out / "gradebook.db", template)
-    env = _kernel_env(source, kernels_dir, options)
-    hide = _hidden_paths(source, out, options.submissions, jobs_dir)
-    workers = multiprocessing.get_context("forkserver")
-    workers.set_forkserver_preload(["autograde.warm"])
-    slots = queue.Queue()
-    for slot in range(options.jobs):
-        slots.put(slot)
+    fingerprints = _fingerprints(submissions, assignments, out, options)
+    record = _resumed(out, fingerprints, options)
+    kept = len(record.graded)
+    to_grade = [s for s in submissions if (s.student, s.assignment) not in record.graded]
+    record.save()  # grades.csv holds what is kept, whatever happens next
+    say(f"{kept} already graded, {len(to_grade)} to grade, with {options.jobs} parallel jobs"
+        + (" (--regrade grades all again)" if kept else "") + " ...", sys.stderr)
+    if to_grade and not stop.signal:
+        template = jobs_dir / "template.db"
+        shutil.copy(out / "gradebook.db", template)
+        env = _kernel_env(source, kernels_dir, options)
+        batch = Batch(options, assignments, out, template, env,
+                      tuple(_hidden_paths(source, out, options.submissions, jobs_dir)))
+        slots = [Slot(kernels_dir / f"kernel{n}", uid) for n, uid in enumerate(uids)]
+        _grade(batch, to_grade, record, fingerprints, slots, jobs_dir, stop)
+    rows = record.rows()
+    report_path = class_report.write(out)
+    _give_to_sudo_user(out)
+    paths = (f"Table: {out / 'grades.csv'}  Feedback: {out / 'feedback'}  Gradebook: "
+             f"{out / 'gradebook.db'}  Logs: {out / 'logs'}\n"
+             f"Class report: {report_path}  Gradebook import: {out / 'grades_wide.csv'}")
+    left = len(record.missing())
+    if stop.signal and left:
+        say(f"Stopped by {stop.signal.name}: {len(rows)} of {len(submissions)} submissions "
+            f"graded ({len(rows) - kept} in this run), {left} left. Run the same command again "
+            f"to grade the {left} left: what is graded is kept.\n{paths}", sys.stderr)
+        return 128 + stop.signal
+    say(report.summary(rows, time.monotonic() - started, options.jobs, kept))
+    say(paths)
+    return 0
 
+
+def _grade(batch, submissions, record, fingerprints, slots, jobs_dir, stop):
+    """Grade the submissions, recording each one as it is graded; on a signal, stop."""
+    free = queue.Queue()
+    for slot in slots:
+        free.put(slot)
+    workers = Workers()
     seconds = {}  # grading seconds per submission, for the class report
 
     def task(index, submission):
-        copy = _copy_submission(submission, assignments[submission.assignment], out)
-        slot = slots.get()
+        slot = free.get()
         begun = time.monotonic()
         try:
-            job = _job(options, submission, assignments, copy, out, template,
-                       jobs_dir / f"job{index}", kernels_dir / f"kernel{slot}", uids[slot], env, hide)
-            return _grade_one(workers, job, out)
+            if workers.stopped:
+                return None
+            return _grade_one(workers, _job(batch, submission, jobs_dir / f"job{index}", slot))
         finally:
             seconds[(submission.student, submission.assignment)] = time.monotonic() - begun
-            slots.put(slot)
+            free.put(slot)
 
-    rows = []
-    print(f"Grading {len(submissions)} submissions with {options.jobs} parallel jobs ...",
-          file=sys.stderr)
+    kept, total, done = len(record.graded), len(record.planned), 0
     grading_started = time.monotonic()
     class_report.warm_up()
-    with ThreadPoolExecutor(max_workers=options.jobs) as pool:
-        futures = {pool.submit(task, i, s): s for i, s in enumerate(submissions)}
-        for future in as_completed(futures):
-            submission = futures[future]
-            try:
-                result = future.result()
-            except Exception as error:  # the grader's own failure: still a row, still a batch
-                log = _log_path(out, submission.student, submission.assignment)
-                log.parent.mkdir(parents=True, exist_ok=True)
-                log.write_text(traceback.format_exc())
-                result = {"status": "error", "course": None,
-                          "detail": f"grader error: {type(error).__name__}: {error} "
-                                    f"(traceback: {log.relative_to(out)})"[:300]}
-            rows.append(_merge(out, submission, result, assignments))
-            report.progress(len(rows), len(submissions), rows[-1], time.monotonic() - grading_started)
-    report.write_csv(out / "grades.csv", rows)
-    class_report.write_timings(out / "timings.csv", seconds)
-    report_path = class_report.write(out)
-    _give_to_sudo_user(out)
-    print(report.summary(rows, time.monotonic() - started, options.jobs))
-    print(f"Table: {out / 'grades.csv'}  Feedback: {out / 'feedback'}  Gradebook: "
-          f"{out / 'gradebook.db'}  Logs: {out / 'logs'}")
-    print(f"Class report: {report_path}  Gradebook import: {out / 'grades_wide.csv'}")
-    return rows
+    with ThreadPoolExecutor(max_workers=len(slots)) as pool:
+        pending = {pool.submit(task, i, s): s for i, s in enumerate(submissions)}
+        try:
+            while pending:
+                finished, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                if stop.signal and not workers.stopped:
+                    workers.stop()
+                for future in finished:
+                    submission = pending.pop(future)
+                    outcome = _outcome(future, batch.out, submission)
+                    # after a signal only a worker's own result counts (a crash may be the stop's)
+                    if outcome is None or (stop.signal and not outcome[1]):
+                        continue
+                    key = (submission.student, submission.assignment)
+                    row = _merge(batch.out, submission, outcome[0], batch.assignments)
+                    record.add(row, seconds[key], fingerprints[key])
+                    done += 1
+                    report.progress(done, total, row, time.monotonic() - grading_started, kept)
+        finally:
+            workers.stop()  # however the loop ends (a second Ctrl-C too), no worker outlives it
 
 
-def _job(options, submission, assignments, copy, out, template, job_dir, scratch, uid, env,
-         hide):
-    """The Job for one submission, with its kernel's fresh scratch folder (supporting files
-    the students had, never the notebooks)."""
+def _outcome(future, out, submission):
+    """(result, True) for a worker's own result, (a row saying why there is none, False), or
+    None when the batch stopped before the job ran."""
+    try:
+        return future.result()
+    except Exception as error:  # the grader's own failure: still a row, still a batch
+        log = _log_path(out, submission.student, submission.assignment)
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(traceback.format_exc())
+        return {"status": "error", "course": None,
+                "detail": f"grader error: {type(error).__name__}: {error} "
+                          f"(traceback: {log.relative_to(out)})"[:300]}, False
+
+
+def _fingerprints(submissions, assignments, out, options):
+    """{(student, assignment): the fingerprint of what grading it depends on}."""
+    rules = {name: getattr(options, name) for name in GRADING_RULES}
+    course = {name: resume.fingerprint(resume.folder_files(out, f"source/{name}", f"release/{name}"),
+                                       rules) for name in assignments}
+    return {(s.student, s.assignment): resume.fingerprint(
+                _submitted_files(s, assignments[s.assignment]), course[s.assignment])
+            for s in submissions}
+
+
+def _resumed(out, fingerprints, options):
+    """This run's record, holding what an earlier run graded of these same submissions, unchanged
+    since and still in the gradebook, with its score read again (manual grades count)."""
+    earlier = None if options.regrade else resume.Record.read(out)
+    kept = []
+    if earlier:
+        scores = _gradebook_scores(out)
+        for key, entry in earlier.graded.items():
+            if fingerprints.get(key) == entry["fingerprint"] and key in scores:
+                score, max_score = scores[key]
+                kept.append({**entry, "row": {**entry["row"], "score": report.fmt(score),
+                                              "max_score": report.fmt(max_score)}})
+    return resume.Record(out, fingerprints, options.shard, kept)
+
+
+def _gradebook_scores(out):
+    """{(student, assignment): (score, max score)} of every submission in OUT's gradebook."""
+    warnings.filterwarnings("ignore", module="nbgrader.api")  # SQLAlchemy autoflush chatter
+    with Gradebook(f"sqlite:///{out}/gradebook.db") as gb:
+        return {(s.student.id, a.name): (s.score, s.max_score)
+                for a in gb.assignments for s in gb.assignment_submissions(a.name)}
+
+
+def _job(batch, submission, job_dir, slot):
+    """The Job for one submission: the grader's copy of it, and its kernel's fresh scratch folder
+    (supporting files the students had, never the notebooks)."""
+    options, out = batch.options, batch.out
+    copy = _copy_submission(submission, batch.assignments[submission.assignment], out)
     job_dir.mkdir(mode=0o700)
+    scratch = slot.scratch
     if scratch.exists():
         shutil.rmtree(scratch)
     scratch.mkdir(mode=0o700)
@@ -129,47 +295,45 @@ def _job(options, submission, assignments, copy, out, template, job_dir, scratch
     spec = None
     if options.sandbox:
         spec = sandbox.SandboxSpec(
-            scratch=str(scratch), env=env, read_only=tuple(_exposed(env)), hide=tuple(hide),
-            uid=uid,
+            scratch=str(scratch), env=batch.kernel_env, read_only=tuple(_exposed(batch.kernel_env)),
+            hide=batch.hidden, uid=slot.uid,
             limits=sandbox.KernelLimits(memory_bytes=options.memory_mb * 1024 ** 2,
                                         cpu_seconds=int(options.timeout * 4 + 60)))
         sandbox.give_to_kernel(spec, scratch, *scratch.rglob("*"))
     return Job(student=submission.student, assignment=submission.assignment,
-               notebooks=tuple(assignments[submission.assignment]), submission=copy, out=out,
-               work=job_dir, template_db=template, scratch=scratch, sandbox=spec,
-               kernel_env=env, protected_packages=tuple(options.protected),
+               notebooks=tuple(batch.assignments[submission.assignment]), submission=copy, out=out,
+               work=job_dir, template_db=batch.template, scratch=scratch, sandbox=spec,
+               kernel_env=batch.kernel_env, protected_packages=tuple(options.protected),
                preload=tuple(options.preload), parameters=options.parameters,
                limits=GradingLimits(cell_timeout=options.cell_timeout,
                                     submission_timeout=options.timeout,
                                     output_bytes=options.max_output_bytes))
 
 
-def _grade_one(workers, job, out):
-    """Run the job in a forked worker; its result, or a row saying why there is none."""
+def _grade_one(workers, job):
+    """Run the job in a forked worker: (its result, True), (a row saying why there is none,
+    False), or None when the batch stopped it."""
     budget = job.limits.submission_timeout * len(job.notebooks) + 180
-    worker = workers.Process(target=run_job, args=(job,), name=f"grade {job.student}")
     try:
-        worker.start()
-        worker.join(budget)
-        killed = worker.is_alive()
-        if killed:  # its kernel (bwrap) dies with it
-            worker.kill()
-            worker.join()
+        ended = workers.run(job, budget)
     finally:
         shutil.rmtree(job.scratch, ignore_errors=True)
-    log = _log_path(out, job.student, job.assignment)
+    result_path = job.work / "result.json"
+    if not result_path.exists() and workers.stopped:
+        return None
+    log = _log_path(job.out, job.student, job.assignment)
     log.parent.mkdir(parents=True, exist_ok=True)
     if (job.work / LOG_NAME).exists():
         shutil.copyfile(job.work / LOG_NAME, log)
-    result_path = job.work / "result.json"
     if result_path.exists():
-        return json.loads(result_path.read_text())
-    if killed:
-        return {"status": "timeout", "detail": f"grading took over {budget:.0f} s", "course": None}
+        return json.loads(result_path.read_text()), True
+    if not ended:
+        return {"status": "timeout", "detail": f"grading took over {budget:.0f} s",
+                "course": None}, False
     last = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
     return {"status": "error", "course": None,
             "detail": f"grader crashed: {last[0] if last else 'no log'} "
-                      f"(traceback: {log.relative_to(out)})"[:300]}
+                      f"(traceback: {log.relative_to(job.out)})"[:300]}, False
 
 
 def _log_path(out, student, assignment):
@@ -184,14 +348,19 @@ def _give_to_sudo_user(out):
             os.lchown(path, int(uid), int(gid))
 
 
+def _submitted_files(submission, notebooks):
+    """[(name, path)]: what the grader takes of a submission (notebooks/ and timestamp.txt)."""
+    return [(name, submission.folder / name)
+            for name in [f"{nb}.ipynb" for nb in notebooks] + ["timestamp.txt"]]
+
+
 def _copy_submission(submission, notebooks, out):
     """The grader only ever reads this copy (OUT/submitted/...), never the original."""
     target = out / "submitted" / submission.student / submission.assignment
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
-    for name in [f"{nb}.ipynb" for nb in notebooks] + ["timestamp.txt"]:
-        path = submission.folder / name
+    for name, path in _submitted_files(submission, notebooks):
         if path.is_symlink() or not path.exists():
             continue
         if path.is_file():

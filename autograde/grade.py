@@ -6,10 +6,12 @@ only the kernel it starts runs student code, inside autograde.sandbox. It writes
 the job's work folder (status, detail, per-test verdicts, where the autograded notebook and
 feedback are) and its log, with every traceback, in grader.log beside it.
 """
+import ctypes
 import json
 import logging
 import os
 import shutil
+import signal
 import sys
 import time
 import traceback
@@ -32,12 +34,11 @@ from .feedback import FEEDBACK_PREPROCESSORS
 from .profile import GRADING_PARAMETERS, InjectGradingParameters
 from .validate import check_structure, read_submission, restore_structure
 
-# Most telling first: the row's status is the first kind that happened; detail lists them all.
 LOG_NAME = "grader.log"
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent dies
+# Most telling first: the row's status is the first kind that happened; detail lists them all.
 STATUS_ORDER = ["error", "missing", "invalid_notebook", "timeout", "kernel_died", "memory_limit",
                 "sys_exit", "tampered", "modified", "output_truncated", "graded"]
-
-
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,11 @@ class Job:
 
 def run_job(job):
     """Worker process: grade, with stdout/stderr and every traceback in the job's grader.log."""
+    # Only the batch stops a worker (batch.Workers): a terminal's Ctrl-C or hang-up goes to the
+    # grader's process group, not to this one, so no grading is cut short into a wrong grade.
+    os.setpgid(0, 0)
+    # ... and a worker never outlives its parent, the forkserver (a hang-up kills that one).
+    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     with open(job.work / LOG_NAME, "a") as log:
         os.dup2(log.fileno(), 1)
         os.dup2(log.fileno(), 2)
@@ -132,7 +138,9 @@ def grade(job):
         timing["feedback_s"] = round(time.monotonic() - graded_at, 2)
     result = {"timing": timing, "events": events, "verdicts": verdicts, "course": str(course),
               "status": _status(events), "detail": "; ".join(_unique(d for _, d in events))}
-    (work / "result.json").write_text(json.dumps(result))
+    # written last and whole: its presence tells the batch that this job finished
+    (work / "result.json.tmp").write_text(json.dumps(result))
+    os.replace(work / "result.json.tmp", work / "result.json")
     return result
 
 

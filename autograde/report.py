@@ -1,5 +1,6 @@
 """What the instructor reads: a progress line per submission, grades.csv, the closing summary."""
 import csv
+import os
 import sys
 from collections import Counter
 
@@ -8,15 +9,29 @@ FAILED = {"error", "missing", "invalid_notebook", "timeout", "kernel_died", "mem
           "sys_exit"}
 
 
-def progress(done, total, row, elapsed, stream=sys.stderr):
+def say(text, stream=None):
+    """Print a line. Once nobody reads `stream` (a closed pipe, a hung-up terminal), go on
+    without it: the grading continues, and its files hold everything it would have said."""
+    stream = stream or sys.stdout
+    try:
+        stream.write(text + "\n")
+        stream.flush()
+    except OSError:  # BrokenPipeError (EPIPE), or EIO from a terminal that hung up
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())  # later writes, and the flush at exit, succeed
+        os.close(devnull)
+
+
+def progress(done, total, row, elapsed, kept=0, stream=None):
+    """done: submissions graded in this run; kept: those an earlier run graded."""
     width = 30
-    filled = width * done // total
+    filled = width * (kept + done) // total
     bar = "#" * filled + "." * (width - filled)
-    left = elapsed / done * (total - done)  # the mean pace so far, for what is left
-    stream.write(f"[{bar}] {done}/{total} {clock(elapsed)} elapsed, about {clock(left)} left  "
-                 f"{row['student_id']}/{row['assignment']}: "
-                 f"{row['status']} {row['score']}/{row['max_score']}\n")
-    stream.flush()
+    left = elapsed / done * (total - kept - done)  # the mean pace so far, for what is left
+    resumed = f" ({kept} already graded)" if kept else ""
+    say(f"[{bar}] {kept + done}/{total}{resumed} {clock(elapsed)} elapsed, about {clock(left)} "
+        f"left  {row['student_id']}/{row['assignment']}: "
+        f"{row['status']} {row['score']}/{row['max_score']}", stream or sys.stderr)
 
 
 def clock(seconds):
@@ -26,12 +41,26 @@ def clock(seconds):
     return f"{hours}:{minutes:02d}:{seconds:02d}" if hours else f"{minutes}:{seconds:02d}"
 
 
+def replace_atomically(path, write):
+    """write(temporary path) beside `path`, then rename it over `path`: a reader, or a crash at
+    any moment, sees the old file or the new one, never half of one."""
+    path = os.fspath(path)
+    temporary = f"{path}.tmp"
+    write(temporary)
+    with open(temporary, "rb") as f:
+        os.fsync(f.fileno())  # on disk before the rename, so a power cut cannot empty the file
+    os.replace(temporary, path)
+
+
 def write_csv(path, rows):
     rows = sorted(rows, key=lambda r: (r["student_id"], r["assignment"]))
-    with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
+
+    def write(temporary):
+        with open(temporary, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=COLUMNS)
+            writer.writeheader()
+            writer.writerows(rows)
+    replace_atomically(path, write)
 
 
 def read_csv(path):
@@ -39,11 +68,17 @@ def read_csv(path):
         return list(csv.DictReader(f))
 
 
-def summary(rows, seconds, jobs):
+def summary(rows, seconds, jobs, kept=0):
+    """kept: how many of the rows an earlier run graded (resumed, not graded again)."""
     statuses = Counter(r["status"] for r in rows)
     failed = {k: v for k, v in statuses.items() if k in FAILED}
-    lines = [f"Graded {len(rows)} submissions in {seconds:.1f} s with {jobs} parallel jobs: "
-             f"{len(rows) - sum(failed.values())} graded, {sum(failed.values())} failed."]
+    counts = f"{len(rows) - sum(failed.values())} graded, {sum(failed.values())} failed."
+    if kept:
+        lines = [f"Graded {len(rows) - kept} submissions in {seconds:.1f} s with {jobs} parallel "
+                 f"jobs and kept {kept} already graded (resumed): {len(rows)} in all, {counts}"]
+    else:
+        lines = [f"Graded {len(rows)} submissions in {seconds:.1f} s with {jobs} parallel jobs: "
+                 + counts]
     if failed:
         lines.append("Failed, by kind: " + ", ".join(f"{k} {v}" for k, v in sorted(failed.items())))
     others = {k: v for k, v in statuses.items() if k not in FAILED and k != "graded"}

@@ -8,7 +8,9 @@ Shard K of N takes the submissions at positions K-1, K-1+N, K-1+2N, ... of the s
 the shares differ in size by at most one, and together they hold every submission once. The
 merge copies the first shard's OUT, then adds the others' grades and comments to its gradebook
 and their submitted/, autograded/ and feedback/ folders, and writes grades.csv, the class report
-and grades_wide.csv for the whole class.
+and grades_wide.csv for the whole class. It refuses a shard whose grading is not finished (an
+interrupted run: its command, run again, grades what is left) and names what is missing, and it
+refuses the shards of a split when one of them is not given.
 """
 import argparse
 import filecmp
@@ -17,7 +19,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from . import class_report, report
+from . import class_report, report, resume
 from .course import ensure_venv_on_path
 
 
@@ -50,36 +52,59 @@ def merge(shard_outs, out):
     ensure_venv_on_path()
     shard_outs = [Path(p).resolve() for p in shard_outs]
     out = Path(out).resolve()
+    records = [_finished(folder) for folder in shard_outs]
     for folder in shard_outs:
-        if not (folder / "grades.csv").is_file() or not (folder / "gradebook.db").is_file():
-            raise ShardError(f"{folder}: not a graded OUT folder (no grades.csv or gradebook.db)")
         _same_sources(shard_outs[0], folder)
+    _all_shards(records)
     if out.exists() and any(out.iterdir()):
         raise ShardError(f"--out {out}: exists and is not empty; give a new folder")
     if out.exists():
         out.rmdir()
     shutil.copytree(shard_outs[0], out)  # the course files, and the first shard's grades
-    rows = report.read_csv(out / "grades.csv")
-    seconds = class_report.read_timings(out / "timings.csv")
-    for folder in shard_outs[1:]:
-        shard_rows = report.read_csv(folder / "grades.csv")
-        taken = {(r["student_id"], r["assignment"]) for r in rows}
-        twice = [key for key in ((r["student_id"], r["assignment"]) for r in shard_rows)
-                 if key in taken]
+    whole = resume.Record(out, records[0].planned, graded=records[0].graded.values())
+    for folder, record in zip(shard_outs[1:], records[1:]):
+        twice = [key for key in record.graded if key in whole.graded]
         if twice:
             raise ShardError(f"{folder}: {'/'.join(twice[0])} was graded in two shards")
+        shard_rows = record.rows()
         _copy_grades(folder, out, shard_rows)
         for row in shard_rows:
             for kind in ("submitted", "autograded", "feedback"):
                 tree = folder / kind / row["student_id"] / row["assignment"]
                 if tree.exists():
                     shutil.copytree(tree, out / kind / row["student_id"] / row["assignment"])
-        rows += shard_rows
-        seconds.update(class_report.read_timings(folder / "timings.csv"))
-    report.write_csv(out / "grades.csv", rows)
-    class_report.write_timings(out / "timings.csv", seconds)
+        whole.planned = sorted(whole.planned + record.planned)
+        whole.graded.update(record.graded)
+    whole.save()  # graded.json, grades.csv and timings.csv of the whole class
     class_report.write(out)
-    return rows
+    return whole.rows()
+
+
+def _finished(folder):
+    """The record of a shard's OUT; raises ShardError unless its grading is finished."""
+    record = resume.Record.read(folder)
+    if record is None or not (folder / "gradebook.db").is_file():
+        raise ShardError(f"{folder}: not a graded OUT folder (no {resume.RECORD} or gradebook.db)")
+    missing = record.missing()
+    if missing:
+        raise ShardError(f"{folder}: not finished, {len(missing)} of {len(record.planned)} "
+                         f"submissions not graded: {', '.join('/'.join(k) for k in missing[:10])}"
+                         f"{' ...' if len(missing) > 10 else ''}. Run its grading command again: "
+                         "it grades what is left")
+    return record
+
+
+def _all_shards(records):
+    """Shards K/N of one split: refuse the merge when one of the N is not given."""
+    shares = {record.shard for record in records}
+    counts = {share[1] for share in shares if share}
+    if None in shares or len(counts) != 1:
+        return  # not the shards of one split: only the check for a submission graded twice applies
+    count = counts.pop()
+    absent = sorted(set(range(1, count + 1)) - {index for index, _ in shares})
+    if absent:
+        raise ShardError(f"shard {', '.join(f'{k}/{count}' for k in absent)} not given: "
+                         f"merge the OUT folders of all {count} shards")
 
 
 def _same_sources(first, other):

@@ -73,6 +73,18 @@ PERFECT = {
     "mean": "def mean(xs):\n    return sum(xs) / len(xs)",
     "square": "def square(x):\n    return x * x",
 }
+WRONG = {"add": "def add(a, b):\n    return a - b", "mean": "def mean(xs):\n    return 0.0"}
+
+
+def write_class(folder, release_nb, mistakes):
+    """folder/student<i>/toy/toy.ipynb for each entry of `mistakes`: None (a perfect answer, 6
+    points) or the exercise answered wrongly ("add": 4 points, "mean": 3). Returns folder."""
+    for index, mistake in enumerate(mistakes):
+        path = Path(folder) / f"student{index}" / "toy" / "toy.ipynb"
+        path.parent.mkdir(parents=True)
+        nbformat.write(answer(release_nb, {**PERFECT, **({mistake: WRONG[mistake]} if mistake else {})}),
+                       path)
+    return Path(folder)
 
 
 def require_sandbox():

@@ -29,11 +29,16 @@ TOY_OPTIONS = ["--cell-timeout", "4", "--timeout", "12", "--memory-mb", "2048",
                "--protected", "builtins", "math", "numpy", "IPython", "ipykernel"]
 
 
+def grader(submissions, out, source, *extra, jobs=None):
+    """The command line that grades the toy class."""
+    return [sys.executable, "-m", "autograde", "--submissions", str(submissions), "--out",
+            str(out), "--source", str(source), "--jobs", str(jobs or os.cpu_count()),
+            *TOY_OPTIONS, *extra]
+
+
 def autograde(submissions, out, source, *extra, jobs=None):
-    command = [sys.executable, "-m", "autograde", "--submissions", str(submissions), "--out",
-               str(out), "--source", str(source), "--jobs", str(jobs or os.cpu_count()),
-               *TOY_OPTIONS, *extra]
-    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=900)
+    return subprocess.run(grader(submissions, out, source, *extra, jobs=jobs), cwd=REPO,
+                          capture_output=True, text=True, timeout=900)
 
 
 def table(out):
@@ -186,8 +191,9 @@ def test_running_twice_gives_the_same_table(graded, toy, tmp_path):
         shutil.copytree(graded["submissions"] / student / "toy", subset / student / "toy")
     first = {k: v for k, v in table(graded["out"]).items() if k[0] in
              ("perfect", "broken_json", "patches_numpy", "kills_kernel")}
-    run = autograde(subset, graded["out"], source)
+    run = autograde(subset, graded["out"], source, "--regrade")
     assert run.returncode == 0, run.stderr[-3000:]
+    assert "0 already graded, 4 to grade" in run.stderr
     assert table(graded["out"]) == first
 
 

@@ -11,13 +11,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograde_toy import PERFECT, answer, write_source  # noqa: E402
+from autograde_toy import write_class, write_source  # noqa: E402
 from test_autograde import autograde  # noqa: E402
 
-from autograde import shards  # noqa: E402
+from autograde import resume, shards  # noqa: E402
 from autograde.collect import Submission  # noqa: E402
-
-WRONG = {"add": "def add(a, b):\n    return a - b", "mean": "def mean(xs):\n    return 0.0"}
 
 
 def test_shares_are_deterministic_disjoint_and_complete():
@@ -43,11 +41,7 @@ def graded():
     from autograde.course import assignments_in, prepare
     release = nbformat.read(prepare(source, root / "seed", assignments_in(source))
                             / "release" / "toy" / "toy.ipynb", as_version=4)
-    for index, mistake in enumerate([None, "add", "mean", None, "add"]):
-        path = root / "submissions" / f"student{index}" / "toy" / "toy.ipynb"
-        path.parent.mkdir(parents=True)
-        nbformat.write(answer(release, {**PERFECT, **({mistake: WRONG[mistake]} if mistake else {})}),
-                       path)
+    write_class(root / "submissions", release, [None, "add", "mean", None, "add"])
     runs = {}
     for name, extra in [("whole", []), ("shard1", ["--shard", "1/2"]), ("shard2", ["--shard", "2/2"])]:
         run = autograde(root / "submissions", root / name, source, "--no-sandbox", *extra, jobs=2)
@@ -101,3 +95,30 @@ def test_merge_refuses_a_shard_graded_twice(graded):
     root, _ = graded
     with pytest.raises(shards.ShardError, match="graded in two shards"):
         shards.merge([root / "shard1", root / "whole"], root / "twice")
+
+
+def test_merge_refuses_an_unfinished_shard_which_its_rerun_finishes(graded, tmp_path):
+    root, _ = graded
+    shard = tmp_path / "shard2"
+    shutil.copytree(root / "shard2", shard)
+    record = resume.Record.read(shard)  # as a run stopped before its second submission leaves it
+    left = record.planned[1]
+    del record.graded[left]
+    record.save()
+    with pytest.raises(shards.ShardError, match=f"not finished, 1 of 2 submissions not graded: "
+                                                f"{'/'.join(left)}. Run its grading command again"):
+        shards.merge([root / "shard1", shard], tmp_path / "refused")
+    run = autograde(root / "submissions", shard, root / "source", "--no-sandbox", "--shard", "2/2",
+                    jobs=1)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "1 already graded, 1 to grade" in run.stderr
+    assert [line.split()[-3] for line in run.stderr.splitlines() if line.startswith("[")] == [
+        "/".join(left) + ":"]  # the progress line of the one graded
+    assert shards.main(["--out", str(tmp_path / "merged"), str(root / "shard1"), str(shard)]) == 0
+    assert (tmp_path / "merged" / "grades.csv").read_text() == (root / "whole" / "grades.csv").read_text()
+
+
+def test_merge_refuses_when_a_shard_is_not_given(graded):
+    root, _ = graded
+    with pytest.raises(shards.ShardError, match="shard 2/2 not given"):
+        shards.merge([root / "shard1"], root / "alone")
