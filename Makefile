@@ -9,6 +9,7 @@ OUT ?= build/grading
 JOBS ?= $(shell nproc)
 SHARD ?=
 SHARDS ?=
+REGRADE ?=
 # The course's language: en, nl or id. Not LANG: make imports the environment, and every shell's
 # LANG (en_US.UTF-8, C.UTF-8) would pick it.
 COURSE_LANG ?= en
@@ -56,8 +57,8 @@ lab: setup ## open the student notebooks in JupyterLab, with nbgrader's panels [
 release: setup ## update the catalogs (locale/), regenerate notebooks/ in en, nl and id from solutions/
 	$(PYTHON) -m course.release
 
-autograde: setup bwrap ## grade a class: make autograde SUBMISSIONS=<folder or LMS zip> [OUT=...] [JOBS=...] [SHARD=K/N]
-	$(PYTHON) -m autograde --submissions "$(SUBMISSIONS)" --out "$(OUT)" --jobs $(JOBS) $(if $(SHARD),--shard $(SHARD))
+autograde: setup bwrap ## grade a class (resumes; REGRADE=1 grades all): make autograde SUBMISSIONS=<folder or LMS zip> [OUT=...] [JOBS=...] [SHARD=K/N]
+	$(PYTHON) -m autograde --submissions "$(SUBMISSIONS)" --out "$(OUT)" --jobs $(JOBS) $(if $(SHARD),--shard $(SHARD)) $(if $(REGRADE),--regrade)
 
 merge: setup ## combine sharded grading: make merge SHARDS="<OUT of shard 1> <OUT of shard 2> ..." OUT=<new folder>
 	$(PYTHON) -m autograde.shards --out "$(OUT)" $(SHARDS)
