@@ -17,6 +17,7 @@ from tqdm.auto import tqdm
 
 from .checks import require_positive_int
 from .data import make_dataloader
+from .language import message
 from .memory import measure_peak_memory
 from .timing import ratio_spread, step_times
 from .training import train_accelerate, train_pytorch
@@ -149,15 +150,24 @@ def conclusion(rows):
     lines = []
     for row in rows:
         memory = row["peak_mib_checkpointed"] / row["peak_mib"]
-        lines.append(f"batch {row['batch_size']}: checkpointing needed {memory:.2f}x the peak memory "
-                     f"({'saved' if memory < 1 else 'added'} {abs(1 - memory):.0%}) and {row['time_ratio']:.2f}x the "
-                     f"time of a step (median of {row['rounds']} rounds; from {row['time_ratio_low']:.2f}x "
-                     f"to {row['time_ratio_high']:.2f}x).")
-    first, last = rows[0], rows[-1]
+        numbers = dict(batch_size=row["batch_size"], memory=memory, change=abs(1 - memory), ratio=row["time_ratio"],
+                       rounds=row["rounds"], low=row["time_ratio_low"], high=row["time_ratio_high"])
+        if memory < 1:
+            lines.append(message("batch {batch_size}: checkpointing needed {memory:.2f}x the peak memory (saved "
+                                 "{change:.0%}) and {ratio:.2f}x the time of a step (median of {rounds} rounds; "
+                                 "from {low:.2f}x to {high:.2f}x).", **numbers))
+        else:
+            lines.append(message("batch {batch_size}: checkpointing needed {memory:.2f}x the peak memory (added "
+                                 "{change:.0%}) and {ratio:.2f}x the time of a step (median of {rounds} rounds; "
+                                 "from {low:.2f}x to {high:.2f}x).", **numbers))
     if len(rows) > 1:
-        saved_first = 1 - first["peak_mib_checkpointed"] / first["peak_mib"]
-        saved_last = 1 - last["peak_mib_checkpointed"] / last["peak_mib"]
-        trend = "grew" if saved_last > saved_first else "did not grow"
-        lines.append(f"The share of memory saved {trend} with the batch: {saved_first:.0%} at batch "
-                     f"{first['batch_size']}, {saved_last:.0%} at batch {last['batch_size']}.")
+        first, last = rows[0], rows[-1]
+        numbers = dict(first=1 - first["peak_mib_checkpointed"] / first["peak_mib"], first_batch=first["batch_size"],
+                       last=1 - last["peak_mib_checkpointed"] / last["peak_mib"], last_batch=last["batch_size"])
+        if numbers["last"] > numbers["first"]:
+            lines.append(message("The share of memory saved grew with the batch: {first:.0%} at batch "
+                                 "{first_batch}, {last:.0%} at batch {last_batch}.", **numbers))
+        else:
+            lines.append(message("The share of memory saved did not grow with the batch: {first:.0%} at batch "
+                                 "{first_batch}, {last:.0%} at batch {last_batch}.", **numbers))
     return "\n".join(lines)

@@ -75,7 +75,7 @@ def readable_bytes(size):
     return f"{size:.1f} GB"
 
 
-def plot_file_sizes(sizes, axis, title="What the checkpoint holds"):
+def plot_file_sizes(sizes, axis):
     """Draw {file name: bytes} as horizontal bars on `axis`, each labelled with its size.
 
     The axis is logarithmic, so that a file of a few bytes shows next to one of megabytes.
@@ -88,5 +88,5 @@ def plot_file_sizes(sizes, axis, title="What the checkpoint holds"):
         axis.annotate(readable_bytes(sizes[name]), (sizes[name], row), xytext=(4, 0), textcoords="offset points",
                       va="center", fontsize="small")
     axis.set_xlim(0.5, max(sizes.values()) * 30)  # room for the last label
-    axis.set(title=title, xlabel="bytes (logarithmic axis)")
+    axis.set(title=message("What the checkpoint holds"), xlabel=message("bytes (logarithmic axis)"))
     axis.grid(alpha=0.3, axis="x")

@@ -25,6 +25,7 @@ from tqdm.auto import tqdm
 
 from .checks import require_positive_int
 from .data import make_dataloader
+from .language import message
 from .memory import measure_peak_memory
 from .timing import ratio_spread, step_times
 from .training import History, _setup
@@ -150,29 +151,36 @@ def conclusion(rows, device, bf16_instructions=None):
     device = torch.device(device)
     lines = []
     for row in rows[1:]:
-        ratio, base = row["time_ratio"], rows[0]["precision"]
-        spread = (f"the median of {row['rounds']} rounds, "
-                  f"from {row['time_ratio_low']:.2f}x to {row['time_ratio_high']:.2f}x")
+        ratio = row["time_ratio"]
+        numbers = dict(precision=row["precision"], baseline=rows[0]["precision"], ratio=ratio, rounds=row["rounds"],
+                       low=row["time_ratio_low"], high=row["time_ratio_high"],
+                       memory=row["peak_mib"] / rows[0]["peak_mib"])
         if 0.9 <= ratio <= 1.1:
-            speed = f"about as long as a {base} step ({ratio:.2f}x; {spread})"
+            lines.append(message("On this machine a {precision} step took about as long as a {baseline} step "
+                                 "({ratio:.2f}x; the median of {rounds} rounds, from {low:.2f}x to {high:.2f}x), "
+                                 "and needed {memory:.2f}x the peak memory.", **numbers))
+        elif ratio < 1:
+            lines.append(message("On this machine a {precision} step took {ratio:.2f}x as long as a {baseline} step "
+                                 "(faster; the median of {rounds} rounds, from {low:.2f}x to {high:.2f}x), "
+                                 "and needed {memory:.2f}x the peak memory.", **numbers))
         else:
-            speed = f"{ratio:.2f}x as long as a {base} step ({'faster' if ratio < 1 else 'slower'}; {spread})"
-        memory = row["peak_mib"] / rows[0]["peak_mib"]
-        lines.append(f"On this machine a {row['precision']} step took {speed}, "
-                     f"and needed {memory:.2f}x the peak memory.")
+            lines.append(message("On this machine a {precision} step took {ratio:.2f}x as long as a {baseline} step "
+                                 "(slower; the median of {rounds} rounds, from {low:.2f}x to {high:.2f}x), "
+                                 "and needed {memory:.2f}x the peak memory.", **numbers))
     if device.type != "cpu":
-        lines.append(f"Measured on {device.type}: GPUs with tensor cores compute in 16 bits much faster than in 32.")
+        lines.append(message("Measured on {device}: GPUs with tensor cores compute in 16 bits much faster than in 32.",
+                             device=device.type))
         return "\n".join(lines)
     flags = cpu_bf16_instructions() if bf16_instructions is None else bf16_instructions
     if flags:
-        lines.append(f"This CPU has bfloat16 instructions ({', '.join(flags)}): its bfloat16 matrix products "
-                     "can be faster than float32 ones, when the matrices are large enough to pay for "
-                     "autocast's conversions.")
+        lines.append(message("This CPU has bfloat16 instructions ({flags}): its bfloat16 matrix products can be "
+                             "faster than float32 ones, when the matrices are large enough to pay for autocast's "
+                             "conversions.", flags=", ".join(flags)))
     elif flags == []:
-        lines.append("This CPU has no bfloat16 instructions (no avx512_bf16 or amx_bf16 in /proc/cpuinfo): "
-                     "it has no fast bfloat16 matrix product, so bfloat16 is slow here. "
-                     "On a GPU with tensor cores, or a CPU with AMX, bfloat16 is usually faster than float32.")
+        lines.append(message("This CPU has no bfloat16 instructions (no avx512_bf16 or amx_bf16 in /proc/cpuinfo): "
+                             "it has no fast bfloat16 matrix product, so bfloat16 is slow here. On a GPU with tensor "
+                             "cores, or a CPU with AMX, bfloat16 is usually faster than float32."))
     else:
-        lines.append("Whether this CPU has bfloat16 instructions is unknown (no /proc/cpuinfo); without them "
-                     "bfloat16 is slow on a CPU.")
+        lines.append(message("Whether this CPU has bfloat16 instructions is unknown (no /proc/cpuinfo); without "
+                             "them bfloat16 is slow on a CPU."))
     return "\n".join(lines)
