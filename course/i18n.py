@@ -2,6 +2,8 @@
 
     python -m course.i18n update     # re-extract the English, merge it into the nl and id catalogs
     python -m course.i18n stats      # per catalog: entries, translated, fuzzy, untranslated
+    python -m course.i18n preview [--language nl]   # the solutions as a student of nl/id reads them
+    python -m course.i18n grading-source            # build/i18n/source: autograde --source for a mixed class
 
 English in solutions/ is the only source. Every markdown paragraph (a heading, a list item, a
 table row and a code fence each on its own) becomes one entry of locale/templates/<lesson>.pot,
@@ -17,6 +19,7 @@ import ast
 import difflib
 import json
 import re
+import shutil
 import string
 import sys
 from collections import Counter
@@ -28,9 +31,8 @@ import polib
 from helpers.language import LOCALE as HELPERS_LOCALE
 from helpers.language import NOT_YET_TRANSLATED
 
-from .paths import ROOT, SOLUTIONS, lessons
+from .paths import LOCALE, ROOT, SOLUTIONS, lessons
 
-LOCALE = ROOT / "locale"
 LANGUAGES = ("nl", "id")      # translated; English is the source
 HELPERS_DOMAIN = "helpers"
 WRAP = 100                    # line width of the .po files
@@ -42,6 +44,7 @@ HEADING = re.compile(r"^(#{1,6}\s+)(.*)$")
 LIST_ITEM = re.compile(r"^(\s*(?:[-*+]|\d+[.)])\s+)(.*)$")
 TABLE_RULE = re.compile(r"^\s*\|?[\s:|-]*-[\s:|-]*\|?\s*$")
 CODE_SPAN = re.compile(r"`[^`]+`")
+COMMENT = re.compile(r"\s*#.*$")                # a comment in a code fence (Python, shell)
 LANGUAGE_SETTING = re.compile(r'^(course_language\s*=\s*)"en"', re.M)
 
 
@@ -215,7 +218,10 @@ def placeholders(text):
 
 
 def code_spans(text):
-    """The `code` spans of markdown, with how often each occurs."""
+    """The `code` spans of markdown, with how often each occurs; a fenced block counts as its
+    code without the comments (which translators translate)."""
+    if FENCE.match(text):
+        return Counter(["\n".join(COMMENT.sub("", line) for line in text.splitlines())])
     return Counter(CODE_SPAN.findall(text))
 
 
@@ -367,17 +373,42 @@ def translate_lessons(out, language, source=SOLUTIONS, names=None):
     return paths
 
 
+def assignment(lesson, language):
+    """The nbgrader assignment of a lesson in a language: the gradebook keeps the languages apart,
+    and autograde.class_report.lesson_and_language joins them again ("01_basic_loop-nl")."""
+    return lesson if language == "en" else f"{lesson}-{language}"
+
+
+def grading_source(out, source=SOLUTIONS, names=None):
+    """An nbgrader source folder for a class that mixes languages: OUT/<lesson>/ (English) and
+    OUT/<lesson>-<language>/ (translated), each holding <lesson>.ipynb; return the assignments."""
+    written = []
+    for lesson in names or lessons(source):
+        for language in ("en", *LANGUAGES):
+            notebook = Path(source) / lesson / f"{lesson}.ipynb"
+            content = json.loads(notebook.read_text()) if language == "en" else translated_notebook(notebook, language)
+            write_notebook(content, Path(out) / assignment(lesson, language) / f"{lesson}.ipynb")
+            written.append(assignment(lesson, language))
+    return written
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["update", "stats", "preview"])
+    parser.add_argument("command", choices=["update", "stats", "preview", "grading-source"])
     parser.add_argument("--language", choices=LANGUAGES, help="preview: the language to write")
-    parser.add_argument("--out", default=str(ROOT / "build" / "preview"), help="preview: where to write")
+    parser.add_argument("--out", help="preview: where to write (build/preview); grading-source: the folder to "
+                                      "give autograde's --source (build/i18n/source)")
     args = parser.parse_args(argv)
     if args.command == "update":
         update()
+    if args.command == "grading-source":
+        out = Path(args.out or ROOT / "build" / "i18n" / "source")
+        shutil.rmtree(out, ignore_errors=True)  # nothing stale stays
+        print(f"{len(grading_source(out))} assignments (every lesson in en, {', '.join(LANGUAGES)}) in {out}")
+        return 0
     if args.command == "preview":  # the solutions as a student of that language reads them
         for language in [args.language] if args.language else LANGUAGES:
-            for path in translate_lessons(Path(args.out) / language, language):
+            for path in translate_lessons(Path(args.out or ROOT / "build" / "preview") / language, language):
                 print(f"wrote {path}")
         return 0
     table = stats()

@@ -3,7 +3,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"          # instructor source: solutions/<lesson>/<lesson>.ipynb
-NOTEBOOKS = ROOT / "notebooks"          # student release, generated from SOLUTIONS
+NOTEBOOKS = ROOT / "notebooks"          # student release, generated from SOLUTIONS; nl/ and id/ translated
+LOCALE = ROOT / "locale"                # the nl and id catalogs of the lessons' markdown (course.i18n)
 JUPYTER_CONFIG = ROOT / "jupyter"       # nbgrader's course config, for `make lab` and `make release`
 BUILD = ROOT / "build"                  # every output
 

@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from autograde.course import generate_assignment
+from autograde.course import generate_assignments
 
 from . import i18n
 from .paths import JUPYTER_CONFIG, NOTEBOOKS, ROOT, lessons
@@ -31,17 +31,17 @@ def generate(out, names=None):
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as scratch:
-        for name in names:
-            # a throw-away gradebook: releasing must not touch the course's gradebook
-            generate_assignment(name, root=ROOT, release_directory=out, config_path=JUPYTER_CONFIG,
-                                db_url=f"sqlite:///{Path(scratch) / 'gradebook.db'}")
-            notebook = out / name / f"{name}.ipynb"
-            if not notebook.is_file():
-                raise RuntimeError(f"nbgrader wrote no {notebook}")
-            normalise(notebook)
-            for language in i18n.LANGUAGES:
-                i18n.write_notebook(i18n.translated_notebook(notebook, language, name),
-                                    out / language / name / f"{name}.ipynb")
+        # a throw-away gradebook: releasing must not touch the course's gradebook
+        generate_assignments(names, root=ROOT, release_directory=out, config_path=JUPYTER_CONFIG,
+                             db_url=f"sqlite:///{Path(scratch) / 'gradebook.db'}")
+    for name in names:
+        notebook = out / name / f"{name}.ipynb"
+        if not notebook.is_file():
+            raise RuntimeError(f"nbgrader wrote no {notebook}")
+        normalise(notebook)
+        for language in i18n.LANGUAGES:
+            i18n.write_notebook(i18n.translated_notebook(notebook, language, name),
+                                out / language / name / f"{name}.ipynb")
     return names
 
 
@@ -97,9 +97,10 @@ def main(argv=None):
     table = i18n.stats()
     for language in i18n.LANGUAGES:
         rows = [row for (_, row_language), row in table.items() if row_language == language]
-        print(f"released notebooks/{language}/ ({len(names)} lessons): of {sum(r['entries'] for r in rows)} "
-              f"entries {sum(r['fuzzy'] for r in rows)} fuzzy, {sum(r['untranslated'] for r in rows)} untranslated "
-              "(shown in English, marked)")
+        fuzzy, untranslated = sum(r["fuzzy"] for r in rows), sum(r["untranslated"] for r in rows)
+        print(f"released notebooks/{language}/ ({len(names)} lessons, {sum(r['entries'] for r in rows)} entries)"
+              + (f": {fuzzy} fuzzy and {untranslated} untranslated, shown in English and marked"
+                 if fuzzy or untranslated else ": all translated"))
     return 0
 
 

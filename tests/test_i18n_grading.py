@@ -1,0 +1,150 @@
+"""A class that mixes languages, graded in one batch: a perfect and a wrong submission of lessons 1
+and 2 in English, Dutch and Indonesian. Each language gets the English scores, status "graded"
+(the translated release's checksums are nbgrader's own), its failure message in its language
+(in the autograded notebook and the feedback), and no hidden test in its feedback.
+Assignments as course.i18n names them: 01_basic_loop, 01_basic_loop-nl, 01_basic_loop-id, ...
+"""
+import csv
+import html
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograde_toy import require_sandbox
+from course import i18n
+from course.paths import NOTEBOOKS, ROOT
+from helpers import language
+
+pytestmark = pytest.mark.slow
+LANGUAGES = ("en", *i18n.LANGUAGES)
+# lesson: (exercise, the mistake: (solution line, its wrong version), test cell, English message, its values)
+MISTAKES = {
+    "01_basic_loop": ("l1-train-one-epoch", ("        lr_scheduler.step()\n", ""), "l1-test-train-one-epoch",
+                      "The scheduler stepped {last_epoch} times; it should step once per batch, 3 times.",
+                      {"last_epoch": 0}),
+    "02_accelerator": ("l2-prepare-for-training", ("device_placement=True, cpu=cpu)", "device_placement=True)"),
+                       "l2-test-prepare-for-training", "Pass cpu=cpu to the Accelerator.", {}),
+}
+HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", re.S)
+
+
+def grade_id(cell):
+    return cell["metadata"].get("nbgrader", {}).get("grade_id")
+
+
+def solution_cells(lesson):
+    return json.loads((ROOT / "solutions" / lesson / f"{lesson}.ipynb").read_text())["cells"]
+
+
+def solutions(lesson):
+    """{grade_id: the solution as a student would type it} of the lesson's exercises."""
+    return {grade_id(cell): "".join(line for line in cell["source"] if "### BEGIN SOLUTION" not in line
+                                    and "### END SOLUTION" not in line)
+            for cell in solution_cells(lesson) if cell["metadata"].get("nbgrader", {}).get("solution")}
+
+
+def hidden_lines(lesson):
+    """The lines of the lesson's hidden tests that occur nowhere else in it."""
+    sources = ["".join(cell["source"]) for cell in solution_cells(lesson)]
+    lines = lambda text: {line.strip() for line in text.splitlines() if len(line.strip()) > 12}  # noqa: E731
+    hidden = set().union(*(lines(match) for source in sources for match in HIDDEN.findall(source)))
+    public = set().union(*(lines(HIDDEN.sub("", source)) for source in sources))
+    return {line for line in hidden - public if not line.startswith("#")}
+
+
+def submission(lesson, lang, wrong):
+    """The released notebook of `lang` with the solutions typed in (and the mistake, if wrong)."""
+    answers = solutions(lesson)
+    if wrong:
+        exercise, (right, mistaken), *_ = MISTAKES[lesson]
+        assert right in answers[exercise], f"{lesson}: the mistake no longer applies to {exercise}"
+        answers[exercise] = answers[exercise].replace(right, mistaken)
+    folder = NOTEBOOKS if lang == "en" else NOTEBOOKS / lang
+    notebook = json.loads((folder / lesson / f"{lesson}.ipynb").read_text())
+    for cell in notebook["cells"]:
+        if grade_id(cell) in answers:
+            cell["source"] = answers[grade_id(cell)]
+    return notebook
+
+
+def in_language(lang, english, values):
+    previous = language.current_language()
+    language.use_language(lang)
+    try:
+        return language.message(english, **values)
+    finally:
+        language.use_language(previous)
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    require_sandbox()
+    root = tmp_path_factory.mktemp("i18n-grading")
+    i18n.grading_source(root / "source", names=list(MISTAKES))
+    for lesson in MISTAKES:
+        for lang in LANGUAGES:
+            for kind in ("perfect", "wrong"):
+                folder = root / "submissions" / f"{kind}-{lang}" / i18n.assignment(lesson, lang)
+                folder.mkdir(parents=True)
+                (folder / f"{lesson}.ipynb").write_text(json.dumps(submission(lesson, lang, kind == "wrong")))
+    run = subprocess.run([sys.executable, "-m", "autograde", "--submissions", str(root / "submissions"),
+                          "--source", str(root / "source"), "--out", str(root / "out"),
+                          "--jobs", str(os.cpu_count())], cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    with open(root / "out" / "grades.csv", newline="") as f:
+        return root / "out", {(r["student_id"], r["assignment"]): r for r in csv.DictReader(f)}
+
+
+@pytest.mark.parametrize("lesson", MISTAKES)
+def test_every_language_gets_the_english_scores(graded, lesson):
+    _, rows = graded
+    for kind in ("perfect", "wrong"):
+        english = rows[(f"{kind}-en", lesson)]
+        for lang in i18n.LANGUAGES:
+            row = rows[(f"{kind}-{lang}", i18n.assignment(lesson, lang))]
+            assert (row["score"], row["max_score"], row["status"]) == (
+                english["score"], english["max_score"], "graded"), row
+    assert float(rows[("wrong-en", lesson)]["score"]) < float(rows[("perfect-en", lesson)]["score"])
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+@pytest.mark.parametrize("lesson", MISTAKES)
+def test_the_failure_message_is_in_the_submissions_language(graded, lesson, lang):
+    out, _ = graded
+    *_, test_cell, english, values = MISTAKES[lesson]
+    expected = in_language(lang, english, values)
+    if lang != "en":
+        assert expected != english.format(**values)  # translated, or English with its marker
+    assignment = i18n.assignment(lesson, lang)
+    notebook = json.loads((out / "autograded" / f"wrong-{lang}" / assignment / f"{lesson}.ipynb").read_text())
+    errors = [output for cell in notebook["cells"] if grade_id(cell) == test_cell
+              for output in cell.get("outputs", []) if output["output_type"] == "error"]
+    assert errors and errors[-1]["evalue"] == expected, errors
+    feedback = (out / "feedback" / f"wrong-{lang}" / assignment / f"{lesson}.html").read_text()
+    assert html.escape(expected, quote=False).split("'")[0] in feedback
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_no_hidden_test_in_any_languages_feedback(graded, lang):
+    out, _ = graded
+    for lesson in MISTAKES:
+        secret = hidden_lines(lesson)
+        assert secret
+        for kind in ("perfect", "wrong"):
+            feedback = html.unescape((out / "feedback" / f"{kind}-{lang}" / i18n.assignment(lesson, lang)
+                                      / f"{lesson}.html").read_text())
+            leaked = [line for line in secret if line in feedback]
+            assert not leaked, f"{kind}-{lang} {lesson}: {leaked}"
+
+
+def test_the_class_report_shows_each_lesson_across_languages(graded):
+    out, _ = graded
+    report = (out / "report.md").read_text()
+    for lesson in MISTAKES:
+        assert f"## {lesson} across languages" in report
+    assert "| l1-test-train-one-epoch | 1/2 (50 %) | 1/2 (50 %) | 1/2 (50 %) | 3/6 (50 %) |" in report
