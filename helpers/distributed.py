@@ -55,7 +55,8 @@ class _RunInProcess:
         # After timeout_s, faulthandler writes where each thread is and ends the process; its thread
         # needs no Python lock, so this works even when the process hangs inside C++ code.
         with open(self.folder / f"{rank}.stuck", "w") as stuck:
-            faulthandler.dump_traceback_later(self.timeout_s, exit=True, file=stuck)
+            if self.timeout_s is not None:
+                faulthandler.dump_traceback_later(self.timeout_s, exit=True, file=stuck)
             try:
                 result = self.function(*args)
             except BaseException as error:  # noqa: BLE001 (a KeyboardInterrupt or SystemExit too)
@@ -79,10 +80,12 @@ def run_on_processes(function, *args, num_processes=2, timeout_s=DEFAULT_TIMEOUT
     (processes are forked) and from a script (guard the call with `if __name__ == "__main__":`).
     What the processes print is printed here once they end, each line labelled with its process.
     When `function` raises in a process, the same error is raised here, with that process's
-    traceback; a process still running after `timeout_s` seconds is stopped (TimeoutError).
+    traceback; a process still running after `timeout_s` seconds is stopped (TimeoutError;
+    None: no time limit, for long trainings that run no student code).
     """
     require_positive_int("num_processes", num_processes)
-    require_positive_int("timeout_s", timeout_s)
+    if timeout_s is not None:
+        require_positive_int("timeout_s", timeout_s)
     # notebook_launcher refuses to start when this process already made an Accelerator;
     # the state belongs to that earlier run, so forget it.
     AcceleratorState._reset_state(reset_partial_state=True)

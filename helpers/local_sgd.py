@@ -146,7 +146,8 @@ def measure_local_sgd(tokenized_train, tokenizer, *, model_name=None, variants=(
     if optimizer not in ("adam", "sgd"):
         raise ValueError(f"optimizer must be 'adam' or 'sgd', got {optimizer!r}")
     return run_on_processes(_train_each, tokenized_train, tokenizer, model_name, batch_size, epochs,
-                            learning_rate, tuple(variants), optimizer, num_processes=num_processes)
+                            learning_rate, tuple(variants), optimizer, num_processes=num_processes,
+                            timeout_s=None)  # a whole training, of any size: no time limit
 
 
 def synchronisations_saved(rows):

@@ -184,6 +184,7 @@ def test_grading_an_unanswered_lesson_6_gives_the_students_error_as_feedback():
     cells = {cell.metadata.get("nbgrader", {}).get("grade_id"): cell for cell in graded.cells}
     for grade_id in MULTI_PROCESS_CELLS:
         assert cells[grade_id].outputs[-1].ename == "NotImplementedError", grade_id
+        assert not [output for output in cells[grade_id].outputs if output.get("name") == "stderr"], grade_id
         assert_reads_like_the_students_error(cell_text(cells[grade_id]), "in train_one_epoch_local_sgd",
                                              "NotImplementedError")
         row = next(line for line in report.splitlines() if grade_id in line)
