@@ -16,6 +16,7 @@ from accelerate import Accelerator
 from accelerate.state import AcceleratorState
 
 from .data import load_data, make_dataloader, tokenize_data
+from .language import message
 from .modeling import load_model, load_tokenizer
 from .quiet import quiet
 from .training import make_scheduler
@@ -154,7 +155,7 @@ def schedule_mismatch(scheduler, num_training_steps):
     decay to 0 at step num_training_steps (see `helpers.make_scheduler`).
     """
     if scheduler is None:
-        return "The function returned None; return the scheduler."
+        return message("The function returned None; return the scheduler.")
     base_lr = scheduler.base_lrs[0]
     probe = torch.optim.SGD(torch.nn.Linear(1, 1).parameters(), lr=base_lr)
     expected = learning_rates(make_scheduler(probe, num_training_steps), num_training_steps + 1)
@@ -162,7 +163,8 @@ def schedule_mismatch(scheduler, num_training_steps):
     warmup = int(num_training_steps * 0.1)
     for step, (mine, right) in enumerate(zip(got, expected)):
         if abs(mine - right) > 1e-9 * base_lr:
-            return (f"At step {step} the learning rate is {mine / base_lr:.3f} x lr; it should be "
-                    f"{right / base_lr:.3f} x lr (num_training_steps = {num_training_steps}, "
-                    f"num_warmup_steps = {warmup}).")
+            return message("At step {step} the learning rate is {mine:.3f} x lr; it should be {right:.3f} x lr "
+                           "(num_training_steps = {num_training_steps}, num_warmup_steps = {warmup}).",
+                           step=step, mine=mine / base_lr, right=right / base_lr,
+                           num_training_steps=num_training_steps, warmup=warmup)
     return None
