@@ -218,3 +218,19 @@ def test_class_report_shows_a_lesson_across_languages():
         ["", "en", "nl", "id", "all"],
         ["mean score (submissions)", "6.00 (1)", "4.00 (2)", "6.00 (1)", "5.00 (4)"],
         ["l1-test", "1/1 (100 %)", "1/2 (50 %)", "1/1 (100 %)", "3/4 (75 %)"]])]
+
+
+def test_make_run_translates_the_solutions_it_executes(tmp_path):
+    """`make run COURSE_LANG=nl` runs the solutions with the Dutch markdown and course_language = "nl"."""
+    lesson = LESSONS[0]
+    [path] = i18n.translate_lessons(tmp_path, "nl", names=[lesson])
+    english = cells(ROOT / "solutions" / lesson / f"{lesson}.ipynb")
+    dutch = cells(path)
+    assert path == tmp_path / lesson / f"{lesson}.ipynb"
+    assert [c["source"] for c in dutch if c["cell_type"] == "code" and "parameters" not in c["metadata"].get("tags", [])] \
+        == [c["source"] for c in english if c["cell_type"] == "code" and "parameters" not in c["metadata"].get("tags", [])]
+    assert any('course_language = "nl"' in i18n._source(c) for c in dutch)
+    assert [i18n._source(c) for c in dutch if c["cell_type"] == "markdown"] == [
+        i18n.render_markdown(i18n._source(c), {e.msgid: e.msgstr for e in i18n.load(i18n.catalog_path(lesson, "nl"))
+                                              if e.translated() and e.msgctxt == c["id"]}, "[nog niet vertaald]")
+        for c in english if c["cell_type"] == "markdown"]
