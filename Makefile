@@ -16,8 +16,10 @@ COURSE_LANG ?= en
 CHECK_COURSE_LANG = @case "$(COURSE_LANG)" in en|nl|id) ;; *) echo "COURSE_LANG must be en, nl or id, not '$(COURSE_LANG)'"; exit 2;; esac
 # English notebooks in notebooks/, Dutch and Indonesian in notebooks/nl/ and notebooks/id/
 LESSON_DIR = notebooks/$(filter-out en,$(COURSE_LANG))
-# JupyterLab's own menus in the language where its language pack is installed (jupyter/lab-nl, lab-id)
-LAB_CONFIG = $(CURDIR)/jupyter$(if $(filter-out en,$(COURSE_LANG)),:$(CURDIR)/jupyter/lab-$(COURSE_LANG))
+# JupyterLab's own menus in the language only where its (optional) language pack is installed:
+# pip install jupyterlab-language-pack-nl-NL (or -id-ID); the setting is in jupyter/lab-nl, lab-id
+LAB_PACK = jupyterlab_language_pack_$(COURSE_LANG)_$(shell echo $(COURSE_LANG) | tr a-z A-Z)
+LAB_CONFIG = $(CURDIR)/jupyter$(if $(filter-out en,$(COURSE_LANG)),$(shell $(PYTHON) -c "import $(LAB_PACK)" 2>/dev/null && echo :$(CURDIR)/jupyter/lab-$(COURSE_LANG)))
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'

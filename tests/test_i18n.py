@@ -7,6 +7,7 @@ shows in English with a marker, never as the old translation. Fast: no nbgrader,
 """
 import csv
 import json
+import os
 import re
 import subprocess
 
@@ -235,3 +236,14 @@ def test_make_run_translates_the_solutions_it_executes(tmp_path):
         i18n.render_markdown(i18n._source(c), {e.msgid: e.msgstr for e in i18n.load(i18n.catalog_path(lesson, "nl"))
                                               if e.translated() and e.msgctxt == c["id"]}, "[nog niet vertaald]")
         for c in english if c["cell_type"] == "markdown"]
+
+
+def test_make_lab_uses_jupyterlabs_language_pack_only_where_installed(tmp_path):
+    command = ["make", "-n", "lab", "COURSE_LANG=nl"]
+    without = subprocess.run(command, cwd=ROOT, capture_output=True, text=True).stdout
+    (tmp_path / "jupyterlab_language_pack_nl_NL.py").write_text("")  # stands for the installed pack
+    with_pack = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
+                               env={**os.environ, "PYTHONPATH": str(tmp_path)}).stdout
+    assert "jupyter/lab-nl" not in without and f"JUPYTER_CONFIG_PATH={ROOT}/jupyter:{ROOT}/jupyter/lab-nl " in with_pack
+    settings = json.loads((ROOT / "jupyter" / "lab-nl" / "labconfig" / "default_setting_overrides.json").read_text())
+    assert settings["@jupyterlab/translation-extension:plugin"]["locale"] == "nl_NL"
