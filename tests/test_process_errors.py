@@ -4,6 +4,7 @@ Real two-process runs (gloo), from pytest and from a Jupyter kernel as a student
 them: an unanswered exercise (NotImplementedError), a wrong answer that raises, one that hangs,
 a process that dies; and lesson 6's unanswered exercise graded by `python -m autograde`.
 """
+import logging
 import os
 import re
 import signal
@@ -34,6 +35,17 @@ def assert_reads_like_the_students_error(text, *names):
         assert launcher_text not in text, f"{launcher_text!r} is in the failure text:\n{text}"
     assert not re.search(r"/tmp/|ipykernel_", text), f"a temporary path is in the failure text:\n{text}"
     assert len(text.strip().splitlines()) <= 20, f"the failure text has over 20 lines:\n{text}"
+
+
+@pytest.fixture
+def launcher_warnings():
+    """The warnings and errors torch's launcher logs (through the "torch" logger, to the notebook's stderr)."""
+    records = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = records.append
+    logging.getLogger("torch").addHandler(handler)
+    yield records
+    logging.getLogger("torch").removeHandler(handler)
 
 
 # ---- the student's functions, as the lessons' set-up calls them in each process ----
@@ -69,15 +81,16 @@ def set_up_and_train(student_function):
     (train_one_epoch_wrong, AttributeError, "'float' object has no attribute 'item'"),
 ])
 def test_the_students_error_is_raised_here_with_the_students_traceback(student_function, error_type, message,
-                                                                       capfd):
+                                                                       capfd, launcher_warnings):
     with pytest.raises(error_type) as raised:
         helpers.run_on_processes(set_up_and_train, student_function, num_processes=2)
     assert str(raised.value) == message
     text = "".join(traceback.format_exception(raised.value))
     assert_reads_like_the_students_error(text, error_type.__name__, f"in {student_function.__name__}",
                                          "in set_up_and_train")
+    assert [record.getMessage() for record in launcher_warnings] == [], "torch's launcher logged the failure"
     out, err = capfd.readouterr()
-    assert err == "", "torch's launcher logged the failure"
+    assert err == ""
     assert out.count("starts") == 2, "each process's output is shown once"
 
 
@@ -89,10 +102,11 @@ def test_a_process_that_waits_for_ever_is_stopped_with_where_it_waited():
     assert_reads_like_the_students_error("".join(traceback.format_exception(raised.value)), "gather")
 
 
-def test_a_process_that_dies_is_named_in_one_line():
+def test_a_process_that_dies_is_named_in_one_line(launcher_warnings):
     # (the signal is named when the launcher saw this process end first, not the other's error that followed)
     with pytest.raises(ChildProcessError, match="process 1 of 2 stopped before it finished, without a Python error"):
         helpers.run_on_processes(set_up_and_train, train_one_epoch_dying, num_processes=2)
+    assert [record.getMessage() for record in launcher_warnings] == []
 
 
 def doubled(number):
