@@ -138,6 +138,27 @@ def spy_on_accelerator():
         yield seen
 
 
+@contextlib.contextmanager
+def spy_on_progress():
+    """Inside the block, record the TrainingProgress of every run prepared by `helpers.prepare_resumable`.
+
+    Yields the list it fills, so that a test can read `completed_steps` after a student's run.
+    """
+    import helpers
+    from . import resume
+    progresses = []
+    prepare = resume.prepare_resumable
+
+    def recording_prepare(*args, **kwargs):
+        prepared = prepare(*args, **kwargs)
+        progresses.append(prepared[-1])
+        return prepared
+
+    with mock.patch.object(resume, "prepare_resumable", recording_prepare), \
+            mock.patch.object(helpers, "prepare_resumable", recording_prepare):
+        yield progresses
+
+
 def learning_rates(scheduler, steps):
     """The learning rate of each of the first `steps` optimizer steps under `scheduler`."""
     rates = []

@@ -7,6 +7,7 @@ import contextlib
 
 import torch
 
+from . import checkpointing
 from .exercises import _tiny_dataset
 from .data import make_dataloader
 from .modeling import load_model, load_tokenizer
@@ -19,12 +20,32 @@ def tiny_batch(num_examples=8, seed=0):
         return next(iter(make_dataloader(_tiny_dataset(num_examples, seed), load_tokenizer(), num_examples)))
 
 
-def tiny_layers(num_layers=4, width=32, seed=0):
-    """A stack of small feed-forward layers (Linear, GELU, Linear), like the blocks of a transformer."""
+def tiny_layers(num_layers=4, width=32, seed=0, dropout=0.0):
+    """A stack of small feed-forward layers (Linear, GELU, Linear), like the blocks of a transformer;
+    with dropout > 0 a Dropout after the GELU, so that a recomputed layer must replay the random state."""
     torch.manual_seed(seed)
-    return torch.nn.ModuleList(
-        torch.nn.Sequential(torch.nn.Linear(width, 4 * width), torch.nn.GELU(), torch.nn.Linear(4 * width, width))
-        for _ in range(num_layers))
+
+    def layer():
+        middle = [torch.nn.Dropout(dropout)] if dropout else []
+        return torch.nn.Sequential(torch.nn.Linear(width, 4 * width), torch.nn.GELU(), *middle,
+                                   torch.nn.Linear(4 * width, width))
+
+    return torch.nn.ModuleList(layer() for _ in range(num_layers))
+
+
+def layer_input_bytes(layers, hidden):
+    """The bytes of the input of every layer in a plain forward pass: what checkpointing each layer keeps."""
+    sizes = []
+    handles = [layer.register_forward_pre_hook(
+        lambda _layer, inputs: sizes.append(inputs[0].numel() * inputs[0].element_size())) for layer in layers]
+    try:
+        with torch.no_grad():
+            for layer in layers:
+                hidden = layer(hidden)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return sum(sizes)
 
 
 def layer_gradients(layers):
@@ -47,6 +68,26 @@ def model_with_broken_checkpointing():
 
     model.activation_checkpointing_enable = enable_without_replaying_dropout
     return model.train()
+
+
+def broken_checkpointing_cases(model, batch, seeds=range(20)):
+    """[(seed, largest absolute difference)] for a model from `model_with_broken_checkpointing`: two seeds,
+    one where the largest difference (without minus with checkpointing) is positive, one where it is negative.
+
+    On both only the largest *absolute* difference is right: a max without abs, or with the other sign, is
+    wrong on one of them, and so is a mean, a norm or a fixed seed.
+    """
+    cases = {}
+    for seed in seeds:
+        plain = checkpointing.gradients(model, batch, checkpointing=False, seed=seed)
+        checkpointed = checkpointing.gradients(model, batch, checkpointing=True, seed=seed)
+        differences = [plain[name] - checkpointed[name] for name in plain]
+        largest = max(differences, key=lambda d: d.abs().max().item())
+        extreme = largest.flatten()[largest.abs().argmax()].item()
+        cases.setdefault(extreme > 0, (seed, abs(extreme)))
+        if len(cases) == 2:
+            return [cases[True], cases[False]]
+    raise RuntimeError(f"broken_checkpointing_cases: no two seeds of {seeds} with differences of both signs")
 
 
 class CountingGradScaler(torch.amp.GradScaler):
