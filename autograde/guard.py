@@ -73,15 +73,15 @@ def install(packages=("builtins",), preload=()):
         if name.endswith(".*"):
             try:
                 package = importlib.import_module(names[0])
-                for public in getattr(package, "__all__", ()):  # bind a lazy package's names (helpers)
-                    getattr(package, public)
                 names += [f"{names[0]}.{info.name}" for info in pkgutil.iter_modules(package.__path__)
                           if not info.ispkg and info.name != "__main__"]
             except Exception:
                 pass
         for module_name in names:
             try:
-                importlib.import_module(module_name)
+                module = importlib.import_module(module_name)
+                for public in getattr(module, "__all__", ()) if name.endswith(".*") else ():
+                    getattr(module, public, None)  # a lazy package (helpers) binds its names now
             except Exception:  # a missing optional module is not the guard's business
                 pass
     shell = get_ipython()

@@ -8,9 +8,15 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # on a busy machine two OpenMP threads that spin-wait for each other crawl (see course/run.py)
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+
 import pytest  # noqa: E402
 
 import helpers  # noqa: E402
+import lesson_runs  # noqa: E402
+from autograde_toy import require_sandbox  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -32,7 +38,30 @@ SLOW_MODULES = {"test_autograde", "test_autograde_lessons", "test_autograde_mist
                 "test_learning", "test_notebooks", "test_release"}
 
 
+# Tests that read a lesson's papermill run (lesson_runs.executed), parametrized by the lesson
+USES_LESSON_RUNS = {"test_lesson_runs", "test_solution_passes_its_own_tests"}
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         if item.module.__name__ in SLOW_MODULES or item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
+
+
+def pytest_collection_finish(session):
+    """The selected tests are known (-k, -m applied): start the lesson runs they will read."""
+    needed = [item.callspec.id for item in session.items if item.originalname in USES_LESSON_RUNS]
+    if needed and not session.config.option.collectonly:
+        lesson_runs.start_runs(sorted(set(needed)))  # beside the tests, until a test asks for them
+
+
+@pytest.fixture(scope="session")
+def graded_class():
+    """One autograde batch of every lesson (lesson_runs.grade_lessons), read by many tests."""
+    require_sandbox()
+    lessons = lesson_runs.graded_lessons()
+    if not lessons:
+        pytest.skip("no lessons in solutions/ with a release in notebooks/ yet")
+    root = Path(tempfile.mkdtemp(prefix="autograde-lessons-"))
+    yield lesson_runs.grade_lessons(root, lessons)
+    shutil.rmtree(root, ignore_errors=True)

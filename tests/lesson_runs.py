@@ -1,23 +1,132 @@
-"""Each lesson's solution notebook, executed once per test session with papermill.
+"""Each lesson executed once and graded once per test session, shared by the tests that read them.
 
-test_notebooks.py (does it run?) and test_release.py (does it pass its own tests, as nbgrader
-validate judges them?) share these runs, so that no lesson is executed twice.
+executed(lesson): the solution notebook run with papermill. test_notebooks.py (does it run?) and
+test_release.py (does it pass its own tests, as nbgrader validate judges them?) share it. The runs
+start in the background when the session collects a test that needs them (conftest.py), one at a
+time beside the tests, so that they use the second CPU core while most tests use one.
+
+grade_lessons(): one `python -m autograde` batch of every lesson: a perfect (the solutions put
+into the release) and a blank (the release) submission each, and for lesson 1 a partial one and
+one that patches the course's checking helpers. test_autograde_lessons.py reads its grades,
+test_release.py nbgrader's verdict on the blank notebooks as graded.
 """
 import atexit
-import functools
+import concurrent.futures
+import csv
+import multiprocessing
+import os
 import shutil
+import subprocess
+import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
-from course.run import lesson_notebooks, run_notebook
+import nbformat
+
+from course.paths import NOTEBOOKS, ROOT, SOLUTIONS, lesson_notebooks
+from course.run import run_notebook
 
 FOLDER = Path(tempfile.mkdtemp(prefix="lesson-runs-"))
 atexit.register(shutil.rmtree, FOLDER, True)
+_runs = {}  # lesson -> Future of (seconds, error)
 
 
-@functools.lru_cache(maxsize=None)
+def start_runs(lessons):
+    """Start executing `lessons` in the background, one after another, in a process of their own
+    (its kernels' sockets are named after that process: see course.run.kernel_config)."""
+    pool = concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+    atexit.register(pool.shutdown, cancel_futures=True)
+    for notebook in lesson_notebooks(lessons):
+        if notebook.stem not in _runs:
+            _runs[notebook.stem] = pool.submit(run_notebook, notebook, FOLDER)
+
+
 def executed(lesson):
     """(path of the executed notebook, seconds, error message or None) for `lesson`."""
-    [notebook] = lesson_notebooks([lesson])
-    seconds, error = run_notebook(notebook, FOLDER)
-    return FOLDER / notebook.name, seconds, error
+    if lesson not in _runs:
+        start_runs([lesson])
+    seconds, error = _runs[lesson].result()
+    return FOLDER / f"{lesson}.ipynb", seconds, error
+
+
+FIRST = "01_basic_loop"
+WRONG_SCHEDULER = ("import torch\n\ndef make_lr_scheduler(optimizer, num_batches, epochs):\n"
+                   "    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)\n\n"
+                   "from helpers import exercises\n"
+                   "exercises.schedule_mismatch = lambda *args, **kwargs: None  # 'always right'\n")
+
+
+def graded_lessons():
+    """Lessons with a solution and a release (the ones a class can hand in); COURSE_GRADED_LESSONS
+    (names, comma-separated) keeps only some: CI's unprivileged rerun grades lesson 1 alone."""
+    chosen = [name for name in os.environ.get("COURSE_GRADED_LESSONS", "").split(",") if name]
+    return [notebook.stem for notebook in lesson_notebooks(chosen or None)
+            if (NOTEBOOKS / notebook.stem / notebook.name).exists()]
+
+
+def grade_id(cell):
+    return cell.metadata.get("nbgrader", {}).get("grade_id")
+
+
+def solutions(lesson):
+    source = nbformat.read(SOLUTIONS / lesson / f"{lesson}.ipynb", as_version=4)
+    return {grade_id(c): "\n".join(line for line in c.source.split("\n")
+                                   if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line)
+            for c in source.cells if c.metadata.get("nbgrader", {}).get("solution")}
+
+
+def points(lesson):
+    source = nbformat.read(SOLUTIONS / lesson / f"{lesson}.ipynb", as_version=4)
+    return {grade_id(c): float(c.metadata["nbgrader"]["points"]) for c in source.cells
+            if c.metadata.get("nbgrader", {}).get("grade")}
+
+
+def release_with(lesson, answers):
+    nb = nbformat.read(NOTEBOOKS / lesson / f"{lesson}.ipynb", as_version=4)
+    for cell in nb.cells:
+        if grade_id(cell) in answers:
+            cell.source = answers[grade_id(cell)]
+    return nb
+
+
+@dataclass
+class GradedClass:
+    run: subprocess.CompletedProcess
+    rows: dict       # (student, lesson) -> grades.csv row
+    expected: dict   # (student, lesson) -> the score it must get
+    out: Path        # the grader's OUT folder
+
+    def autograded(self, student, lesson):
+        """The notebook as the grader executed it (OUT/autograded/...)."""
+        return self.out / "autograded" / student / lesson / f"{lesson}.ipynb"
+
+
+def grade_lessons(root, lessons):
+    """Grade the class described in the module docstring into root/out."""
+    submissions = Path(root) / "submissions"
+    cases = {}
+    for lesson in lessons:
+        cases[("perfect", lesson)] = (release_with(lesson, solutions(lesson)), sum(points(lesson).values()))
+        cases[("blank", lesson)] = (release_with(lesson, {}), 0.0)
+    if FIRST in lessons:
+        answers, pts = solutions(FIRST), points(FIRST)
+        if {"l1-make-lr-scheduler", "l1-train-one-epoch"} <= set(answers):
+            cases[("partial", FIRST)] = (release_with(FIRST, {"l1-make-lr-scheduler": answers[
+                "l1-make-lr-scheduler"]}), pts["l1-test-make-lr-scheduler"])
+            cases[("tamperer", FIRST)] = (release_with(FIRST, dict(
+                answers, **{"l1-make-lr-scheduler": WRONG_SCHEDULER})),
+                sum(pts.values()) - pts["l1-test-make-lr-scheduler"])
+    for (student, lesson), (nb, _) in cases.items():
+        folder = submissions / student / lesson
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / f"{lesson}.ipynb")
+    out = Path(root) / "out"
+    run = subprocess.run([sys.executable, "-m", "autograde", "--submissions", str(submissions),
+                          "--out", str(out), "--jobs", str(os.cpu_count())],
+                         cwd=ROOT, capture_output=True, text=True, timeout=1200)
+    rows = {}
+    if run.returncode == 0:
+        with open(out / "grades.csv", newline="") as f:
+            rows = {(r["student_id"], r["assignment"]): r for r in csv.DictReader(f)}
+    return GradedClass(run, rows, {case: score for case, (_, score) in cases.items()}, out)
