@@ -97,6 +97,7 @@ def test_merge_refuses_a_shard_graded_twice(graded):
         shards.merge([root / "shard1", root / "whole"], root / "twice")
 
 
+@pytest.mark.slow  # grades again: left to `make test`
 def test_merge_refuses_an_unfinished_shard_which_its_rerun_finishes(graded, tmp_path):
     root, _ = graded
     shard = tmp_path / "shard2"
