@@ -250,7 +250,8 @@ def merge(template, old, language):
 
     Same msgctxt and msgid: the entry is kept (translation, flags). Otherwise, the most similar
     old entry of the same context (cell) that no new entry keeps exactly gives its translation,
-    marked fuzzy with the old English as previous_msgid. Old entries nobody took become obsolete.
+    marked fuzzy with the old English as previous_msgid; failing that, the same English from
+    another cell (a moved paragraph) keeps its translation. Old entries nobody took become obsolete.
     """
     catalog = _catalog(language)
     old_entries = [entry for entry in old if not entry.obsolete] if old else []
@@ -268,10 +269,15 @@ def merge(template, old, language):
                           and (e.msgctxt, e.msgid) not in taken]
             ratio = lambda e: difflib.SequenceMatcher(None, e.msgid, new.msgid).ratio()  # noqa: E731
             best = max(candidates, key=ratio, default=None)
+            moved = next((e for e in old_entries if e.msgid == new.msgid and e.msgstr
+                          and (e.msgctxt, e.msgid) not in taken), None)
             if best is not None and ratio(best) >= 0.6:
                 entry.msgstr, entry.previous_msgid = best.msgstr, best.msgid
                 entry.flags.append("fuzzy")
                 taken.add((best.msgctxt, best.msgid))
+            elif moved is not None:  # the same English moved to another cell: its translation holds
+                entry.msgstr = moved.msgstr
+                taken.add((moved.msgctxt, moved.msgid))
         catalog.append(entry)
     for gone in old_entries:
         if (gone.msgctxt, gone.msgid) not in taken and gone.msgstr:

@@ -86,6 +86,16 @@ def test_a_changed_english_paragraph_turns_fuzzy_and_shows_in_english():
     assert shown == "# Oude kop\n\nA paragraph, changed. *[nog niet vertaald]*\n"
 
 
+def test_a_paragraph_moved_to_another_cell_keeps_its_translation():
+    old = polib.POFile()
+    old.append(polib.POEntry(msgctxt="cell-a", msgid="Moved.", msgstr="Verplaatst."))
+    new = polib.POFile()
+    new.append(polib.POEntry(msgctxt="cell-b", msgid="Moved.", msgstr=""))
+    merged = i18n.merge(new, old, "nl")
+    assert merged.find("Moved.", msgctxt="cell-b").msgstr == "Verplaatst."
+    assert not merged.fuzzy_entries() and not merged.obsolete_entries()
+
+
 @pytest.mark.parametrize("lang", i18n.LANGUAGES)
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_generated_notebook_is_the_english_release_with_translated_markdown(lesson, lang):
