@@ -5,9 +5,13 @@ Zip: either that same layout zipped, or flat LMS file names as nbgrader's `zip_c
 them: a regular expression with named groups `student_id` and `file_id` (the notebook's file
 name). The default takes the student id from the start of the name and recognises the course's
 notebook names at its end, e.g. `jdoe_12345_assignsubmission_file_01_basic_loop.ipynb`.
-The assignment is the one whose notebook that is. Zips are unpacked safely (no absolute or `..`
+The assignment is the one whose notebook that is. In a source with the course's translations
+(`<lesson>-nl`, `<lesson>-id`), the notebook's own language decides: its parameters cell's
+`course_language = "nl"` makes a notebook handed in as 01_basic_loop the assignment
+01_basic_loop-nl, so an LMS export or nbgrader's collect needs no folder per language. Zips are unpacked safely (no absolute or `..`
 paths, no links, bounded size) into the grader's work folder; the original is only read.
 """
+import json
 import re
 import shutil
 import stat
@@ -18,6 +22,7 @@ from pathlib import Path
 VALID_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}$")
 MAX_ZIP_BYTES = 2 * 1024 ** 3
 MAX_ZIP_MEMBERS = 100_000
+COURSE_LANGUAGE = re.compile(r'^course_language\s*=\s*["\']([a-z]{2})["\']', re.M)
 
 
 class CollectError(RuntimeError):
@@ -33,6 +38,10 @@ class Submission:
 
 def collect(path, assignments, workdir, named_regexp=None):
     """List of Submission, sorted by (student, assignment); raises CollectError on a bad path."""
+    return _in_their_language(_found(path, assignments, workdir, named_regexp), assignments)
+
+
+def _found(path, assignments, workdir, named_regexp):
     path = Path(path)
     if not str(path) or not path.exists():
         raise CollectError(f"SUBMISSIONS={path!s}: no such file or folder")
@@ -82,7 +91,10 @@ def _safe_extract(archive, target):
 
 
 def _from_flat(root, assignments, collected, named_regexp):
-    by_notebook = {f"{nb}.ipynb": a for a, nbs in assignments.items() for nb in nbs}
+    by_notebook = {}
+    for assignment in sorted(assignments):  # "01_basic_loop" before "01_basic_loop-nl": the language comes later
+        for notebook in assignments[assignment]:
+            by_notebook.setdefault(f"{notebook}.ipynb", assignment)
     if collected.exists():
         shutil.rmtree(collected)
     found = {}
@@ -114,3 +126,38 @@ def _match(filename, by_notebook, named_regexp):
             prefix = filename[: -len(notebook)].rstrip("_- ")
             return re.split(r"[_\s]", prefix)[0], notebook
     return None, None
+
+
+def _in_their_language(submissions, assignments):
+    """Each submission under the assignment of its notebook's language, where the source has that
+    assignment and the student did not hand it in as well (then both stay as handed in)."""
+    from .class_report import lesson_and_language
+    taken = {(s.student, s.assignment) for s in submissions}
+    placed = []
+    for submission in submissions:
+        lesson, _ = lesson_and_language(submission.assignment)
+        language = notebook_language(submission.folder, assignments[submission.assignment])
+        target = lesson if language == "en" else f"{lesson}-{language}"
+        if language and target != submission.assignment and target in assignments \
+                and (submission.student, target) not in taken:
+            taken.add((submission.student, target))
+            submission = Submission(submission.student, target, submission.folder)
+        placed.append(submission)
+    return sorted(placed, key=lambda s: (s.student, s.assignment))
+
+
+def notebook_language(folder, notebooks):
+    """The course_language that the parameters cell of the first of `notebooks` found in `folder`
+    sets ("en", "nl", "id"), or None (no such notebook, cell or setting; not a notebook)."""
+    for name in notebooks:
+        path = Path(folder) / f"{name}.ipynb"
+        try:
+            cells = json.loads(path.read_text(errors="replace")).get("cells", [])
+            for cell in cells:
+                if "parameters" in cell.get("metadata", {}).get("tags", []):
+                    source = cell.get("source", "")
+                    match = COURSE_LANGUAGE.search(source if isinstance(source, str) else "".join(source))
+                    return match.group(1) if match else None
+        except (OSError, ValueError, AttributeError, TypeError):
+            continue
+    return None

@@ -231,6 +231,32 @@ def test_class_report_shows_a_lesson_across_languages():
         ["l1-test", "1/1 (100 %)", "1/2 (50 %)", "1/1 (100 %)", "3/4 (75 %)"]])]
 
 
+def test_the_grader_files_each_submission_under_its_notebooks_language(tmp_path):
+    """A Dutch or Indonesian notebook handed in as 01_basic_loop (nbgrader collect, an LMS export) is
+    graded as 01_basic_loop-nl / -id; an English one in the -nl folder as 01_basic_loop."""
+    import zipfile
+
+    from autograde.collect import collect
+    lesson = "01_basic_loop"
+    assignments = {i18n.assignment(lesson, lang): [lesson] for lang in ("en", *i18n.LANGUAGES)}
+    released = {lang: (NOTEBOOKS if lang == "en" else NOTEBOOKS / lang) / lesson / f"{lesson}.ipynb"
+                for lang in ("en", *i18n.LANGUAGES)}
+    handed_in = {("dutch", lesson): "nl", ("indonesian", lesson): "id", ("english", f"{lesson}-nl"): "en",
+                 ("both", lesson): "nl", ("both", f"{lesson}-nl"): "nl"}  # both: each stays where it is
+    for (student, folder), lang in handed_in.items():
+        (tmp_path / "folder" / student / folder).mkdir(parents=True)
+        (tmp_path / "folder" / student / folder / f"{lesson}.ipynb").write_text(released[lang].read_text())
+    found = collect(tmp_path / "folder", assignments, tmp_path / "work")
+    assert [(s.student, s.assignment) for s in found] == [
+        ("both", lesson), ("both", f"{lesson}-nl"), ("dutch", f"{lesson}-nl"), ("english", lesson),
+        ("indonesian", f"{lesson}-id")]
+    with zipfile.ZipFile(tmp_path / "export.zip", "w") as export:  # flat LMS names say no language
+        for student, lang in (("jdoe", "nl"), ("asari", "id"), ("smith", "en")):
+            export.writestr(f"{student}_1234_assignsubmission_file_{lesson}.ipynb", released[lang].read_text())
+    found = collect(tmp_path / "export.zip", assignments, tmp_path / "work")
+    assert [(s.student, s.assignment) for s in found] == [
+        ("asari", f"{lesson}-id"), ("jdoe", f"{lesson}-nl"), ("smith", lesson)]
+
 def test_make_run_translates_the_solutions_it_executes(tmp_path):
     """`make run COURSE_LANG=nl` runs the solutions with the Dutch markdown and course_language = "nl"."""
     lesson = LESSONS[0]
