@@ -132,12 +132,19 @@ def test_the_rerun_grades_each_submission_once_in_all(interrupted, reader_gone):
 
 @pytest.fixture(scope="module")
 def changed(interrupted, toy_class):
-    """student1 corrects their notebook; the class is graded again."""
+    """student1 corrects their notebook, the instructor grades a test of student0 by hand (1 of
+    its 2 points); the class is graded again."""
     root, source, release = toy_class
     _, _, _, out = interrupted
     submissions = root / "changed"
     shutil.copytree(root / "submissions", submissions)
     nbformat.write(answer(release, PERFECT), submissions / "student1" / "toy" / "toy.ipynb")
+    from nbgrader.api import Gradebook
+    from autograde.course import ensure_venv_on_path
+    ensure_venv_on_path()
+    with Gradebook(f"sqlite:///{out}/gradebook.db") as gb:
+        gb.find_grade("test_add", "toy", "toy", "student0").manual_score = 1
+        gb.db.commit()
     autograded = {s: out / "autograded" / s / "toy" / "toy.ipynb" for s in ("student0", "student2")}
     before = {s: path.stat().st_mtime_ns for s, path in autograded.items()}
     rerun = autograde(submissions, out, source, "--no-sandbox", jobs=1)
@@ -153,4 +160,5 @@ def test_a_changed_submission_is_graded_again_and_only_it(changed):
     assert graded_now(rerun.stderr) == ["student1"]
     assert untouched  # the others' autograded notebooks were not written again
     rows = [row.split(",") for row in table.splitlines()[1:]]
-    assert {row[0]: row[2] for row in rows} == {**SCORES, "student1": "6"}
+    # student1 regraded; student0 kept, with the manual grade counted
+    assert {row[0]: row[2] for row in rows} == {**SCORES, "student1": "6", "student0": "5"}
