@@ -3,6 +3,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from .language import message
+from .reports import run_name
 
 
 def running_mean(values, window):
@@ -90,3 +91,107 @@ def plot_file_sizes(sizes, axis):
     axis.set_xlim(0.5, max(sizes.values()) * 30)  # room for the last label
     axis.set(title=message("What the checkpoint holds"), xlabel=message("bytes (logarithmic axis)"))
     axis.grid(alpha=0.3, axis="x")
+
+
+def plot_peak_memory(micro_batches, peaks, effective_batch):
+    """Lesson 3: the peak memory of training with each micro-batch size, for the same effective batch."""
+    figure, axis = plt.subplots(figsize=(6, 3.5))
+    axis.plot(micro_batches, peaks, marker="o")
+    axis.set(xscale="log", ylim=(0, 1.1 * max(peaks)),
+             xlabel=message("micro-batch size (examples per forward pass)"),
+             ylabel=message("peak training memory (MiB)"),
+             title=message("Effective batch {effective_batch}: smaller micro-batches need less memory",
+                           effective_batch=effective_batch))
+    axis.set_xticks(micro_batches, labels=micro_batches, minor=False)
+    axis.minorticks_off()  # no extra labels such as 2x10^1 between the sizes
+    axis.grid(alpha=0.3)
+    return figure
+
+
+def plot_ease_and_control(ways):
+    """Lesson 4: {way of training: (ease of use, control)} as points, each named."""
+    figure, axis = plt.subplots(figsize=(4.5, 3.5))
+    for name, (ease, control) in ways.items():
+        axis.scatter(ease, control, s=200)
+        axis.annotate(name, (ease, control), textcoords="offset points", xytext=(0, 12), ha="center")
+    axis.set(xlabel=message("ease of use"), ylabel=message("control (customisation)"), xlim=(0.3, 3.7),
+             ylim=(0.3, 3.7), xticks=[], yticks=[], title=message("PyTorch, Accelerator and Trainer"))
+    return figure
+
+
+def plot_checkpointing(rows):
+    """Lesson 5: peak memory and time of a training step without and with checkpointing, per batch size."""
+    sizes = [row["batch_size"] for row in rows]
+    figure, (memory_axis, time_axis) = plt.subplots(1, 2, figsize=(10, 3.5))
+    for key, label in (("", message("without checkpointing")), ("_checkpointed", message("with checkpointing"))):
+        memory_axis.plot(sizes, [row["peak_mib" + key] for row in rows], marker="o", label=label)
+        time_axis.plot(sizes, [row["seconds" + key] * 1000 for row in rows], marker="o", label=label)
+    memory_axis.set(xlabel=message("batch size"), ylabel=message("peak training memory (MiB)"),
+                    title=message("What it buys: memory"))
+    time_axis.set(xlabel=message("batch size"), ylabel=message("forward + backward (ms)"),
+                  title=message("What it costs: time"))
+    for axis in (memory_axis, time_axis):
+        axis.set_xscale("log", base=2)
+        axis.grid(alpha=0.3)
+        axis.legend()
+    figure.tight_layout()
+    return figure
+
+
+def plot_local_sgd(rows):
+    """Lesson 6: the training loss of each run of measure_local_sgd, and how often its processes talked."""
+    figure, (loss_axis, sync_axis) = plt.subplots(1, 2, figsize=(10, 3.5))
+    for row in rows:
+        k = row["local_sgd_steps"]
+        label = message("data parallel") if k is None else message("local SGD, K={k}", k=k)
+        loss_axis.plot(range(1, row["optimizer_steps"] + 1), row["loss"], label=label)
+        sync_axis.bar(message("data parallel") if k is None else f"K={k}", row["synchronisations"])
+    loss_axis.set(title=message("Training loss (mean of the processes)"), xlabel=message("optimizer step"),
+                  ylabel=message("loss"))
+    sync_axis.set(title=message("Synchronisations in the run"), ylabel=message("times the processes talked"))
+    loss_axis.legend()
+    figure.tight_layout()
+    return figure
+
+
+def plot_mixed_precision(rows):
+    """Lesson 7: time (with its spread) and peak memory of a training step per precision, relative to float32."""
+    figure, (time_axis, memory_axis) = plt.subplots(1, 2, figsize=(9, 3.2))
+    names = [row["precision"] for row in rows]
+    spread = [[row["time_ratio"] - row["time_ratio_low"] for row in rows],
+              [row["time_ratio_high"] - row["time_ratio"] for row in rows]]
+    time_axis.bar(names, [row["time_ratio"] for row in rows], yerr=spread, capsize=4)
+    memory_axis.bar(names, [row["peak_mib"] / rows[0]["peak_mib"] for row in rows])
+    time_axis.set(ylabel=message("step time / float32"), title=message("Time of a training step (lowest to highest)"))
+    memory_axis.set(ylabel=message("peak memory / float32"), title=message("Peak training memory"))
+    for axis in (time_axis, memory_axis):
+        axis.axhline(1, color="gray", linewidth=0.8)
+    figure.tight_layout()
+    return figure
+
+
+def plot_optimizers(rows):
+    """Lesson 8: the training loss of each optimizer of compare_optimizers, and the bytes of its state per weight."""
+    figure, (loss_axis, bytes_axis) = plt.subplots(1, 2, figsize=(10, 3.5))
+    for row in rows:
+        loss_axis.plot(range(1, len(row["loss"]) + 1), row["loss"], label=row["optimizer"])
+        bytes_axis.bar(row["optimizer"], row["bytes_per_parameter"])
+    loss_axis.set(title=message("Training loss"), xlabel=message("optimizer step"), ylabel=message("loss"))
+    bytes_axis.set(title=message("Optimizer state"), ylabel=message("bytes per weight"))
+    loss_axis.legend()
+    figure.tight_layout()
+    return figure
+
+
+def plot_resume(rows, checkpoint, stop_after):
+    """Lesson 9: the loss of each run of measure_resume (a grey line at the crash), and the checkpoint's files."""
+    figure, (loss_axis, size_axis) = plt.subplots(1, 2, figsize=(11, 3.5))
+    for row, style in zip(rows, ("-", "--", ":")):
+        loss_axis.plot(range(1, row["optimizer_steps"] + 1), row["loss"], style, label=run_name(row["run"]))
+    loss_axis.axvline(stop_after, color="grey", alpha=0.5)
+    loss_axis.set(title=message("Training loss (grey: the crash)"), xlabel=message("optimizer step"),
+                  ylabel=message("loss"))
+    loss_axis.legend(fontsize=8)
+    plot_file_sizes(checkpoint, size_axis)
+    figure.tight_layout()
+    return figure

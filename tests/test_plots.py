@@ -1,5 +1,7 @@
 """The lessons' plots: loss with its running mean, validation accuracy beside it, learning rate;
 the files of a checkpoint."""
+import re
+
 import numpy as np
 import pytest
 
@@ -68,3 +70,98 @@ def test_checkpoint_files_keep_their_names_and_tiny_files_show():
     assert [label.get_text() for label in axis.get_yticklabels()] == list(sizes)
     assert [text.get_text() for text in axis.texts] == ["5 B", "1.5 MB", "3.0 MB"]
     plt.close(figure)
+
+
+# Small made-up measurements in the shape of each lesson's rows, for the plots and tables below.
+CHECKPOINTING = [{"batch_size": size, "tokens": 128, "peak_mib": 10.0 * size, "peak_mib_checkpointed": 6.0 * size,
+                  "seconds": 0.01 * size, "seconds_checkpointed": 0.013 * size, "time_ratio": 1.3,
+                  "time_ratio_low": 1.2, "time_ratio_high": 1.4} for size in (8, 16)]
+LOCAL_SGD = [{"local_sgd_steps": k, "optimizer_steps": 4, "synchronisations": syncs, "bytes_sent": syncs * 1e6,
+              "loss": [0.7, 0.6, 0.5, 0.4], "seconds": 2.0} for k, syncs in ((None, 4), (2, 3))]
+PRECISION = [{"precision": name, "seconds": 0.1 * ratio, "time_ratio": ratio, "time_ratio_low": ratio - 0.1,
+              "time_ratio_high": ratio + 0.1, "peak_mib": 100 / ratio} for name, ratio in (("float32", 1.0),
+                                                                                         ("bfloat16", 2.0))]
+OPTIMIZERS = [{"optimizer": name, "state_bytes": size, "bytes_per_parameter": size / 1e6, "final_loss": 0.5,
+               "seconds": 3.0, "loss": [0.7, 0.5]} for name, size in (("adamw", 8e6), ("adafactor", 1e5))]
+RESUME = [{"run": run, "optimizer_steps": 3, "loss": [0.7, 0.6, 0.5], "max_weight_difference": difference}
+          for run, difference in (("uninterrupted", 0.0), ("resumed", 0.0),
+                                  ("resumed without skip_first_batches", 0.01))]
+CHECKPOINT = {"model.safetensors": 1_500_000, "optimizer.bin": 3_000_000, "random_states_0.pkl": 15_000}
+
+DATA_NAMES = {"adamw", "adafactor"}  # legend entries that are names in the data, the same in every language
+LESSON_PLOTS = {
+    "03": lambda: helpers.plot_peak_memory([8, 16, 32], [300.0, 400.0, 600.0], 32),
+    "04": lambda: helpers.plot_ease_and_control({"PyTorch": (1, 3), "Trainer": (3, 1)}),
+    "05": lambda: helpers.plot_checkpointing(CHECKPOINTING),
+    "06": lambda: helpers.plot_local_sgd(LOCAL_SGD),
+    "07": lambda: helpers.plot_mixed_precision(PRECISION),
+    "08": lambda: helpers.plot_optimizers(OPTIMIZERS),
+    "09": lambda: helpers.plot_resume(RESUME, CHECKPOINT, stop_after=2),
+    "history": lambda: helpers.plot_history({"basic loop": helpers.History([0.5, 0.4], [1e-3, 0.0])},
+                                            title="Lesson 1: the basic loop", validation_accuracy=[0.3, 0.9],
+                                            majority_class=0.65),
+}
+
+
+def words_of(figure):
+    """Every title, axis label and legend entry of a figure (what a student reads in it)."""
+    import matplotlib.pyplot as plt
+    words = [figure._suptitle.get_text()] if figure._suptitle else []
+    for axis in figure.axes:
+        words += [axis.get_title(), axis.get_xlabel(), axis.get_ylabel()]
+        if axis.get_legend():
+            words += [text.get_text() for text in axis.get_legend().texts]
+    plt.close(figure)
+    return [word for word in words if word]
+
+
+def in_language(language, make):
+    previous = helpers.current_language()
+    helpers.use_language(language)
+    try:
+        return make()
+    finally:
+        helpers.use_language(previous)
+
+
+@pytest.mark.parametrize("lesson", LESSON_PLOTS)
+@pytest.mark.parametrize("language", ["nl", "id"])
+def test_plots_speak_the_course_language(lesson, language):
+    """Each title, label and legend entry is translated, unless the translation is the English word itself
+    (a term kept in English, such as "loss") or it names data (an optimizer); a plot that writes English
+    directly fails here."""
+    from helpers.language import catalog
+    english = in_language("en", lambda: words_of(LESSON_PLOTS[lesson]()))
+    translated = in_language(language, lambda: words_of(LESSON_PLOTS[lesson]()))
+    assert len(english) == len(translated)
+    kept_in_english = [re.compile(re.sub(r"\\\{[^}]*\\\}", ".+", re.escape(text)))
+                       for text, translation in catalog(language).items() if translation == text]
+    left_english = [text for text, other in zip(english, translated)
+                    if text == other and not any(kept.fullmatch(text) for kept in kept_in_english)
+                    and text not in DATA_NAMES]
+    assert not left_english, f"still English in the {language} plot of lesson {lesson}: {left_english}"
+
+
+def test_printed_lines_and_tables_speak_the_course_language():
+    metrics = {"loss": 0.5, "accuracy": 0.75, "f1": 0.625}
+    trainer_log = {"eval_loss": 0.5, "eval_accuracy": 0.75, "eval_f1": 0.625, "epoch": 1.0}
+    assert helpers.epoch_summary(2, metrics, [0.25, 0.75]) == (
+        "epoch 2: training loss 0.500, validation loss 0.500, accuracy 0.750, F1 0.625")
+    assert in_language("nl", lambda: helpers.epoch_summary(0, trainer_log)) == (
+        "vóór de training: validatieloss 0.500, accuracy 0.750, F1 0.625")
+    tables = [lambda: helpers.checkpointing_table(CHECKPOINTING), lambda: helpers.local_sgd_table(LOCAL_SGD, {2: 1.3}),
+              lambda: helpers.precision_table(PRECISION), lambda: helpers.optimizer_table(OPTIMIZERS),
+              lambda: helpers.resume_table(RESUME, CHECKPOINT)]
+    for make in tables:
+        english, dutch = make(), in_language("nl", make)
+        header, dutch_header = english.splitlines()[0], dutch.splitlines()[0]
+        assert header != dutch_header, f"an English header in the Dutch table: {dutch_header}"
+    assert "hervat zonder skip_first_batches" in in_language("nl", lambda: helpers.resume_table(RESUME, CHECKPOINT))
+
+
+def test_table_columns_line_up_under_headers_of_any_length():
+    from helpers.reports import table
+    lines = table(["name", "a long header", "n"], [["adamw", "1.00", 12], ["adafactor", "0.01", 3]]).splitlines()
+    assert lines == ["name       a long header   n",
+                     "adamw               1.00  12",
+                     "adafactor           0.01   3"]

@@ -1,0 +1,104 @@
+"""What the lessons print: a line per epoch and tables of measurements, in the course's language."""
+from .language import message
+
+
+def epoch_summary(epoch, metrics, losses=None):
+    """A line for `epoch` (0: before training): the validation `metrics`, and the mean of `losses` if given.
+
+    `metrics` is what helpers.evaluate gives ("loss", "accuracy", "f1") or what the Trainer logs
+    ("eval_loss", "eval_accuracy", "eval_f1").
+    """
+    metrics = {key: metrics[key] if key in metrics else metrics["eval_" + key] for key in ("loss", "accuracy", "f1")}
+    if epoch == 0:
+        return message("before training: validation loss {loss:.3f}, accuracy {accuracy:.3f}, F1 {f1:.3f}",
+                       **metrics)
+    if losses is None:
+        return message("epoch {epoch}: validation loss {loss:.3f}, accuracy {accuracy:.3f}, F1 {f1:.3f}",
+                       epoch=epoch, **metrics)
+    return message("epoch {epoch}: training loss {training_loss:.3f}, validation loss {loss:.3f}, "
+                   "accuracy {accuracy:.3f}, F1 {f1:.3f}", epoch=epoch, training_loss=sum(losses) / len(losses),
+                   **metrics)
+
+
+def table(headers, rows):
+    """`rows` (lists of cells) under `headers` as text: the first column left-aligned, the others right-aligned.
+
+    Each column is as wide as its widest cell, so that translated headers of any length line up.
+    """
+    lines = [[str(cell) for cell in row] for row in [headers, *rows]]
+    widths = [max(len(line[column]) for line in lines) for column in range(len(headers))]
+    return "\n".join("  ".join(cell.ljust(width) if column == 0 else cell.rjust(width)
+                              for column, (cell, width) in enumerate(zip(line, widths))).rstrip()
+                     for line in lines)
+
+
+def checkpointing_table(rows):
+    """Lesson 5: memory and time of a training step without and with checkpointing (measure_checkpointing)."""
+    return table(
+        [message("batch"), message("tokens"), message("memory MiB"), message("checkpointed"), message("ratio"),
+         message("time ms"), message("checkpointed"), message("ratio (lowest to highest)")],
+        [[row["batch_size"], row["tokens"], f"{row['peak_mib']:.1f}", f"{row['peak_mib_checkpointed']:.1f}",
+          f"{row['peak_mib_checkpointed'] / row['peak_mib']:.2f} x", f"{row['seconds'] * 1000:.0f}",
+          f"{row['seconds_checkpointed'] * 1000:.0f}",
+          f"{row['time_ratio']:.2f} x ({row['time_ratio_low']:.2f}-{row['time_ratio_high']:.2f})"]
+         for row in rows])
+
+
+def local_sgd_table(rows, saved):
+    """Lesson 6: steps, synchronisations, bytes sent and the last loss of each run of measure_local_sgd.
+
+    `saved` is synchronisations_saved(rows); the last loss is the mean of the last 4 steps (one step is noisy).
+    """
+    last_loss = {row["local_sgd_steps"]: sum(row["loss"][-4:]) / len(row["loss"][-4:]) for row in rows}
+    lines = table(
+        ["K", message("steps"), message("synchronisations"), message("saved"), message("MB sent"),
+         message("last loss"), message("seconds")],
+        [[str(row["local_sgd_steps"]), row["optimizer_steps"], row["synchronisations"],
+          "" if row["local_sgd_steps"] is None else f"{saved[row['local_sgd_steps']]:.1f}x",
+          f"{row['bytes_sent'] / 1e6:.1f}", f"{last_loss[row['local_sgd_steps']]:.3f}", f"{row['seconds']:.1f}"]
+         for row in rows])
+    differences = ", ".join(f"K={k}: {loss - last_loss[None]:+.3f}" for k, loss in last_loss.items() if k is not None)
+    return lines + "\n" + message("last loss minus that of data-parallel training: {differences}",
+                                  differences=differences)
+
+
+def precision_table(rows):
+    """Lesson 7: time and peak memory of a training step per precision (measure_mixed_precision)."""
+    base = rows[0]
+    return table(
+        [message("precision"), message("time ms"), message("of float32 (lowest to highest)"), message("peak MiB"),
+         message("of float32")],
+        [[row["precision"], f"{row['seconds'] * 1000:.0f}",
+          f"{row['time_ratio']:.2f} x ({row['time_ratio_low']:.2f}-{row['time_ratio_high']:.2f})",
+          f"{row['peak_mib']:.1f}", f"{row['peak_mib'] / base['peak_mib']:.2f} x"] for row in rows])
+
+
+def optimizer_table(rows):
+    """Lesson 8: the state and the last loss of each optimizer (compare_optimizers)."""
+    adamw_bytes = next(row["state_bytes"] for row in rows if row["optimizer"] == "adamw")
+    return table(
+        [message("optimizer"), message("state MB"), message("bytes/weight"), message("of AdamW"),
+         message("last loss"), message("seconds")],
+        [[row["optimizer"], f"{row['state_bytes'] / 1e6:.2f}", f"{row['bytes_per_parameter']:.2f}",
+          f"{row['state_bytes'] / adamw_bytes:.2f}", f"{row['final_loss']:.3f}", f"{row['seconds']:.1f}"]
+         for row in rows])
+
+
+def run_name(run):
+    """The name of a run of measure_resume (lesson 9) in the course's language."""
+    names = {"uninterrupted": message("uninterrupted"), "resumed": message("resumed"),
+             "resumed without skip_first_batches": message("resumed without skip_first_batches")}
+    return names.get(run, run)
+
+
+def resume_table(rows, checkpoint):
+    """Lesson 9: each run's steps and its distance to the uninterrupted run; the files of the checkpoint."""
+    runs = table([message("run"), message("optimizer steps"), message("largest weight difference to the "
+                                                                      "uninterrupted run")],
+                 [[run_name(row["run"]), row["optimizer_steps"], f"{row['max_weight_difference']:.3g}"]
+                  for row in rows])
+    model_bytes = checkpoint["model.safetensors"]
+    files = {**checkpoint, message("the whole checkpoint"): sum(checkpoint.values())}
+    sizes = table([message("file"), "MB", message("x the model")],
+                  [[name, f"{size / 1e6:.3f}", f"{size / model_bytes:.2f}"] for name, size in files.items()])
+    return runs + "\n\n" + sizes
