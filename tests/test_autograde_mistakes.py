@@ -1,15 +1,25 @@
 """Typical wrong answers and changed structure, graded by `python -m autograde` in one batch:
-every mistake in MISTAKES makes its exercise's test cell score 0, while the perfect answers keep
-full marks, also with their test cells deleted, duplicated or moved to the end (status modified).
+every mistake in MISTAKES makes the test cells that must catch it score 0, while perfect answers
+keep full marks with their test cells deleted, duplicated and moved to the end (status modified).
 
 MISTAKES holds, per exercise, mistakes students really make (off-by-one steps, a schedule sized
 in batches, a missing zero_grad, loss.backward() instead of accelerator.backward(loss), macro
-F1, ...). To grade fewer notebooks, one submission carries one mistake of each exercise of a
-GROUP; exercises whose test calls another exercise's function are in different groups, so one
-mistake cannot hide another. Submissions of lessons 01-04 run with small parameters (the editable
-parameters cell), as a student may; lessons 05-09 are small as released. Slow: 54 lesson runs
-(about 7 minutes of the 18 runs of lessons 05-09 on a busy 2-core machine).
+F1, a loss scaler that is not used, round instead of //, ...). A mistake is caught by its own
+exercise's test cell, and where a third element names more test cells, by those too (lesson 6's
+K = 1 test checks the LocalSGD loop again).
+
+The batch is kept small, because every submission runs a whole lesson: one submission carries
+one mistake of each exercise of a GROUP (exercises whose test calls another exercise's function
+are in different groups, so that one mistake cannot hide another), every lesson runs with small
+parameters (its editable parameters cell, as a student may edit it: the test cells build their
+own problems, so they grade the same), and one restructured perfect submission per lesson shows
+both that the small parameters keep full marks and that a test cell deleted, one duplicated and
+one moved change nothing (each lesson mixes the three, in turn). Mistake submissions must keep
+status "graded": only answer cells and the parameters cell changed. Slow: 54 small lesson runs for
+87 mistakes (35 minutes on 2 cores at a load of 12; the last table, 54 runs for 65 mistakes of which
+lessons 05-09's 18 at full size, took 17 minutes at a lower load).
 """
+import collections
 import copy
 import csv
 import os
@@ -23,10 +33,25 @@ from pathlib import Path
 import pytest
 
 from autograde_toy import require_sandbox  # noqa: E402
-from test_autograde_lessons import LESSONS, REPO, points, release_with, solutions  # noqa: E402
+from course.paths import ROOT
+from lesson_runs import graded_lessons, points, release_with, solutions  # noqa: E402
 
-SMALL = {"sizes": '{"train": 48, "validation": 16, "test": 8}', "batch_size": "4",
-         "epochs": "1", "memory_batch": "8"}
+# lesson -> {parameter: value} in its parameters cell; enough for the demonstrations to run
+SMALL_01_04 = {"sizes": '{"train": 48, "validation": 16, "test": 8}', "batch_size": "4", "epochs": "1"}
+SMALL = {
+    "01_basic_loop": SMALL_01_04, "02_accelerator": SMALL_01_04,
+    "03_gradient_accumulation": dict(SMALL_01_04, memory_batch="8"), "04_trainer": SMALL_01_04,
+    "05_gradient_checkpointing": {"sizes": '{"train": 16, "validation": 16, "test": 8}', "batch_size": "8",
+                                  "memory_batch_sizes": "[8]"},
+    "06_local_sgd": {"sizes": '{"train": 32, "validation": 16, "test": 8}', "batch_size": "4",
+                     "local_sgd_steps": "(2,)"},
+    "07_mixed_precision": {"sizes": '{"train": 16, "validation": 16, "test": 8}', "batch_size": "8",
+                           "epochs": "1", "measure_batch_size": "8"},
+    "08_optimizers": {"sizes": '{"train": 32, "validation": 16, "test": 8}', "batch_size": "8"},
+    # lesson 9's test cells train on 24 of its training examples
+    "09_checkpoint_resume": {"sizes": '{"train": 32, "validation": 16, "test": 8}', "batch_size": "4",
+                             "save_every": "3", "stop_after": "6"},
+}
 
 SCHEDULER = ("def make_lr_scheduler(optimizer, num_batches, epochs):\n"
              "    num_training_steps = {steps}\n"
@@ -82,27 +107,36 @@ ACCUMULATE = ("        with accelerator.accumulate(model):\n            loss = m
               "            accelerator.backward({loss})\n            optimizer.step()\n"
               "            lr_scheduler.step()\n            optimizer.zero_grad()\n")
 GOOD_DUE = "(index + 1) % gradient_accumulation_steps == 0 or index + 1 == num_batches"
+# the loop's mistakes decide the step inline, as a student may: a wrong accumulation_step_due cannot hide them
+STEP_DUE_INLINE = f"        if {GOOD_DUE}:\n"
 
 CHECKPOINTED = "def checkpointed_forward(layers, hidden):\n{body}"
+CHECKPOINT_EACH = ("    for layer in layers:\n        hidden = checkpoint(layer, hidden, use_reentrant=False{extra})\n"
+                   "    return hidden\n")
 COMPARE = ("def compare_gradients(model, batch, seed=0):\n    model.train()\n    grads = []\n"
            "    for enabled in (False, True):\n{body}"
            "        model(**batch).loss.backward()\n"
            "        grads.append([p.grad.detach().clone() for p in model.parameters()])\n"
            "    model.activation_checkpointing_disable()\n"
-           "    return max((a - b).abs().max().item() for a, b in zip(*grads))\n")
+           "    return {result}\n")
+LARGEST = "max((a - b).abs().max().item() for a, b in zip(*grads))"
 ZERO = "        model.zero_grad(set_to_none=True)\n"
 SWITCH = ("        if enabled:\n            model.activation_checkpointing_enable()\n"
           "        else:\n            model.activation_checkpointing_disable()\n")
 SEED = "        torch.manual_seed(seed)\n"
 ARGS_5 = ("def make_training_args(output_dir, batch_size, epochs):\n"
-          "    return TrainingArguments(output_dir=output_dir, {arguments}, report_to=\"none\")\n")
+          "    return TrainingArguments(output_dir={output_dir}, {arguments}, report_to=\"none\")\n")
+GOOD_ARGS_5 = "per_device_train_batch_size=batch_size, num_train_epochs=epochs"
 SYNCS = "import math\n\ndef count_synchronisations(optimizer_steps, local_sgd_steps):\n    return {expression}\n"
 LOCAL_SGD = ("def train_one_epoch_local_sgd(accelerator, model, optimizer, dataloader, lr_scheduler, local_sgd_steps):\n"
              "    model.train()\n    losses = []\n"
              "    with LocalSGD(accelerator=accelerator, model=model, local_sgd_steps={k}) as local_sgd:\n"
              "        for batch in dataloader:\n            loss = model(**batch).loss\n"
-             "            accelerator.backward(loss)\n            optimizer.step()\n            lr_scheduler.step()\n"
+             "            accelerator.backward(loss)\n{early}            optimizer.step()\n"
+             "            lr_scheduler.step()\n"
              "            optimizer.zero_grad()\n{sync}            losses.append(loss.item())\n    return losses\n")
+SYNC = "            local_sgd.step()\n"
+K1 = "l6-test-k1-is-data-parallel"   # lesson 6's K = 1 test runs the same loop
 MIXED = "def mixed_precision_step(model, batch, optimizer, scaler, device_type, dtype):\n{body}    return loss.item()\n"
 AUTOCAST = "    with torch.autocast(device_type, dtype=dtype):\n        loss = model(**batch).loss\n"
 SCALED = "    scaler.scale(loss).backward()\n    scaler.step(optimizer)\n    scaler.update()\n    optimizer.zero_grad()\n"
@@ -113,17 +147,26 @@ STATE = "def optimizer_state_bytes(optimizer):\n    return {expression}\n"
 TENSORS = "for state in optimizer.state.values() for v in state.values() if isinstance(v, torch.Tensor)"
 ADAMW = "def adamw_state_bytes(model):\n    return {expression}\n"
 POINT = "def resume_point(completed_steps, batches_per_epoch):\n    return {expression}\n"
+# The loop's mistakes find their place with divmod, as a student may: a wrong resume_point cannot hide them
 RESUME = ("def resume_training(model, optimizer, dataloader, checkpoint_dir, epochs):\n"
           "    accelerator, model, optimizer, dataloader, lr_scheduler, progress = helpers.prepare_resumable(\n"
           "        model, dataloader, optimizer, epochs)\n{load}"
-          "    first_epoch, batches_done = resume_point(progress.completed_steps, len(dataloader))\n"
-          "    model.train()\n    for epoch in range(first_epoch, epochs):\n"
-          "        dataloader.set_epoch(epoch)\n        batches = {batches}\n"
+          "    first_epoch, batches_done = divmod(progress.completed_steps, len(dataloader))\n"
+          "    model.train()\n    for epoch in range({epochs}):\n"
+          "{set_epoch}        batches = {batches}\n"
           "        for batch in batches:\n            loss = model(**batch).loss\n"
           "            accelerator.backward(loss)\n            optimizer.step()\n            lr_scheduler.step()\n"
-          "            optimizer.zero_grad()\n            progress.completed_steps += 1\n    return model\n")
+          "            optimizer.zero_grad()\n{count}    return model\n")
 LOAD = "    accelerator.load_state(checkpoint_dir)\n"
 SKIP = "accelerator.skip_first_batches(dataloader, batches_done)"
+SKIP_FIRST = f"{SKIP} if epoch == first_epoch else dataloader"
+SET_EPOCH = "        dataloader.set_epoch(epoch)\n"
+COUNT = "            progress.completed_steps += 1\n"
+
+
+def resume(load=LOAD, epochs="first_epoch, epochs", set_epoch=SET_EPOCH, batches=SKIP_FIRST, count=COUNT):
+    return RESUME.format(load=load, epochs=epochs, set_epoch=set_epoch, batches=batches, count=count)
+
 
 # exercise grade_id -> [(what the student did wrong, their cell)]
 MISTAKES = {
@@ -174,22 +217,20 @@ MISTAKES = {
         ("one epoch only", NUM_STEPS.format(expression="math.ceil(num_batches / gradient_accumulation_steps)")),
     ],
     "l3-train-one-epoch-accumulating": [
-        ("loss not divided", TRAIN_3.format(body=GOOD_STEP + "        if accumulation_step_due(index, num_batches, "
-                                            "gradient_accumulation_steps):\n            optimizer.step()\n"
+        ("loss not divided", TRAIN_3.format(body=GOOD_STEP + STEP_DUE_INLINE + "            optimizer.step()\n"
                                             "            lr_scheduler.step()\n            optimizer.zero_grad()\n")),
         ("zero_grad every batch", TRAIN_3.format(
             body="        optimizer.zero_grad()\n        loss = loss * len(batch['labels']) / "
                  "examples_in_group[index // gradient_accumulation_steps]\n" + GOOD_STEP +
-                 "        if accumulation_step_due(index, num_batches, gradient_accumulation_steps):\n"
-                 "            optimizer.step()\n            lr_scheduler.step()\n")),
+                 STEP_DUE_INLINE + "            optimizer.step()\n            lr_scheduler.step()\n")),
         ("off by one: step on index % N == 0", TRAIN_3.format(
             body="        loss = loss * len(batch['labels']) / examples_in_group[index // gradient_accumulation_steps]\n"
                  + GOOD_STEP + "        if index % gradient_accumulation_steps == 0:\n"
                  "            optimizer.step()\n            lr_scheduler.step()\n            optimizer.zero_grad()\n")),
         ("divided by N, wrong for a shorter last group", TRAIN_3.format(
             body="        loss = loss / gradient_accumulation_steps\n" + GOOD_STEP +
-                 "        if accumulation_step_due(index, num_batches, gradient_accumulation_steps):\n"
-                 "            optimizer.step()\n            lr_scheduler.step()\n            optimizer.zero_grad()\n")),
+                 STEP_DUE_INLINE + "            optimizer.step()\n            lr_scheduler.step()\n"
+                 "            optimizer.zero_grad()\n")),
     ],
     "l3-train-with-accelerator-accumulating": [
         ("no accelerator.accumulate", ACCELERATE_3.format(
@@ -225,37 +266,59 @@ MISTAKES = {
         ("no checkpoint: every activation kept", CHECKPOINTED.format(
             body="    for layer in layers:\n        hidden = layer(hidden)\n    return hidden\n")),
         ("use_reentrant=True: the weights get no gradient", CHECKPOINTED.format(
-            body="    for layer in layers:\n        hidden = checkpoint(layer, hidden, use_reentrant=True)\n"
-                 "    return hidden\n")),
+            body=CHECKPOINT_EACH.replace("use_reentrant=False", "use_reentrant=True").format(extra=""))),
         ("every layer gets the input, not the previous output", CHECKPOINTED.format(
             body="    for layer in layers:\n        output = checkpoint(layer, hidden, use_reentrant=False)\n"
                  "    return output\n")),
+        ("one checkpoint around the whole stack", CHECKPOINTED.format(
+            body="    def all_layers(hidden):\n        for layer in layers:\n            hidden = layer(hidden)\n"
+                 "        return hidden\n    return checkpoint(all_layers, hidden, use_reentrant=False)\n")),
+        ("preserve_rng_state=False: dropout not replayed", CHECKPOINTED.format(
+            body=CHECKPOINT_EACH.format(extra=", preserve_rng_state=False"))),
     ],
     "l5-compare-gradients": [
-        ("no manual_seed: dropout differs", COMPARE.format(body=ZERO + SWITCH)),
-        ("no zero_grad: the second pass adds to the first", COMPARE.format(body=SWITCH + SEED)),
-        ("checkpointing never switched on", COMPARE.format(body=ZERO + SEED)),
+        ("no manual_seed: dropout differs", COMPARE.format(body=ZERO + SWITCH, result=LARGEST)),
+        ("no zero_grad: the second pass adds to the first", COMPARE.format(body=SWITCH + SEED, result=LARGEST)),
+        ("checkpointing never switched on", COMPARE.format(body=ZERO + SEED, result=LARGEST)),
+        ("checkpointing switched on, never off", COMPARE.format(
+            body=ZERO + "        if enabled:\n            model.activation_checkpointing_enable()\n" + SEED,
+            result=LARGEST)),
+        ("no abs: the largest signed difference", COMPARE.format(
+            body=ZERO + SWITCH + SEED, result="max((a - b).max().item() for a, b in zip(*grads))")),
+        ("the mean difference, not the largest", COMPARE.format(
+            body=ZERO + SWITCH + SEED, result="max((a - b).abs().mean().item() for a, b in zip(*grads))")),
+        ("the seed argument ignored", COMPARE.format(
+            body=ZERO + SWITCH + SEED.replace("seed", "0").replace("manual_0", "manual_seed"), result=LARGEST)),
     ],
     "l5-make-training-args": [
         ("the old name gradient_checkpointing", ARGS_5.format(
-            arguments="per_device_train_batch_size=batch_size, num_train_epochs=epochs, gradient_checkpointing=True")),
-        ("checkpointing not switched on", ARGS_5.format(
-            arguments="per_device_train_batch_size=batch_size, num_train_epochs=epochs")),
+            output_dir="output_dir", arguments=f"{GOOD_ARGS_5}, gradient_checkpointing=True")),
+        ("checkpointing not switched on", ARGS_5.format(output_dir="output_dir", arguments=GOOD_ARGS_5)),
         ("fixed numbers instead of the arguments", ARGS_5.format(
+            output_dir="output_dir",
             arguments="per_device_train_batch_size=8, num_train_epochs=2, activation_checkpointing=True")),
+        ("a fixed output_dir", ARGS_5.format(
+            output_dir="'results'", arguments=f"{GOOD_ARGS_5}, activation_checkpointing=True")),
     ],
     "l6-count-synchronisations": [
         ("the average at the end not counted", SYNCS.format(expression="optimizer_steps // local_sgd_steps")),
         ("rounded up", SYNCS.format(expression="math.ceil(optimizer_steps / local_sgd_steps) + 1")),
         ("a float, not an int", SYNCS.format(expression="optimizer_steps / local_sgd_steps + 1")),
+        ("round instead of //", SYNCS.format(expression="round(optimizer_steps / local_sgd_steps) + 1")),
+        ("no average at the end when K divides the steps", SYNCS.format(
+            expression="optimizer_steps // local_sgd_steps + (optimizer_steps % local_sgd_steps != 0)")),
     ],
     "l6-train-one-epoch-local-sgd": [
-        ("local_sgd.step() never called", LOCAL_SGD.format(k="local_sgd_steps", sync="")),
-        ("K fixed to 1", LOCAL_SGD.format(k="1", sync="            local_sgd.step()\n")),
+        ("local_sgd.step() never called", LOCAL_SGD.format(k="local_sgd_steps", early="", sync=""), [K1]),
+        ("K fixed to 1", LOCAL_SGD.format(k="1", early="", sync=SYNC)),
         ("no LocalSGD: plain data-parallel training", TRAIN_2.format(body=step_body(
             backward="accelerator.backward(loss)")).replace(
             "def train_one_epoch_accelerated(accelerator, model, optimizer, dataloader, lr_scheduler):",
-            "def train_one_epoch_local_sgd(accelerator, model, optimizer, dataloader, lr_scheduler, local_sgd_steps):")),
+            "def train_one_epoch_local_sgd(accelerator, model, optimizer, dataloader, lr_scheduler, local_sgd_steps):"),
+         [K1]),
+        ("K fixed to 2", LOCAL_SGD.format(k="2", early="", sync=SYNC), [K1]),
+        ("local_sgd.step() before optimizer.step()", LOCAL_SGD.format(
+            k="local_sgd_steps", early=SYNC, sync=""), [K1]),
     ],
     "l7-mixed-precision-step": [
         ("the model converted to bfloat16", MIXED.format(
@@ -263,17 +326,32 @@ MISTAKES = {
         ("backward and step without the scaler", MIXED.format(
             body=AUTOCAST + "    loss.backward()\n    optimizer.step()\n    optimizer.zero_grad()\n")),
         ("the forward pass outside autocast", MIXED.format(body="    loss = model(**batch).loss\n" + SCALED)),
+        ("the scaled loss returned", MIXED.format(
+            body=AUTOCAST + "    loss = scaler.scale(loss)\n    loss.backward()\n    scaler.step(optimizer)\n"
+                            "    scaler.update()\n    optimizer.zero_grad()\n")),
+        ("autocast for a fixed 'cpu', not device_type", MIXED.format(
+            body=AUTOCAST.replace("device_type,", "'cpu',") + SCALED)),
+        ("scaler.update() before scaler.step()", MIXED.format(
+            body=AUTOCAST + "    scaler.scale(loss).backward()\n    scaler.update()\n    scaler.step(optimizer)\n"
+                            "    optimizer.zero_grad()\n")),
     ],
     "l7-make-training-args": [
         ("fp16 instead of bf16", ARGS_7.format(arguments="fp16=True, use_cpu=use_cpu")),
         ("use_cpu not passed", ARGS_7.format(arguments="bf16=True")),
         ("no mixed precision", ARGS_7.format(arguments="use_cpu=use_cpu")),
+        ("use_cpu=True written in", ARGS_7.format(arguments="bf16=True, use_cpu=True")),
     ],
     "l8-optimizer-state-bytes": [
         ("numbers counted, not bytes", STATE.format(expression=f"sum(v.numel() {TENSORS})")),
         ("the weights counted, not the state", STATE.format(
             expression="sum(p.numel() * p.element_size() for group in optimizer.param_groups for p in group['params'])")),
         ("4 bytes per number, whatever the dtype", STATE.format(expression=f"sum(v.numel() * 4 {TENSORS})")),
+        ("the state of the first parameter only", STATE.format(
+            expression="sum(v.numel() * v.element_size() for v in next(iter(optimizer.state.values())).values() "
+                       "if isinstance(v, torch.Tensor))")),
+        ("two moments per weight, by the parameters", STATE.format(
+            expression="sum(2 * p.numel() * p.element_size() for group in optimizer.param_groups "
+                       "for p in group['params'])")),
     ],
     "l8-adamw-state-bytes": [
         ("no step counter", ADAMW.format(
@@ -282,6 +360,10 @@ MISTAKES = {
             expression="sum(p.numel() * p.element_size() + 4 for p in model.parameters() if p.requires_grad)")),
         ("frozen parameters counted", ADAMW.format(
             expression="sum(2 * p.numel() * p.element_size() + 4 for p in model.parameters())")),
+        ("4 bytes per number, whatever the dtype", ADAMW.format(
+            expression="sum(2 * p.numel() * 4 + 4 for p in model.parameters() if p.requires_grad)")),
+        ("an 8-byte step counter", ADAMW.format(
+            expression="sum(2 * p.numel() * p.element_size() + 8 for p in model.parameters() if p.requires_grad)")),
     ],
     "l9-resume-point": [
         ("the order swapped", POINT.format(
@@ -290,13 +372,18 @@ MISTAKES = {
             expression="completed_steps // batches_per_epoch + 1, completed_steps % batches_per_epoch")),
         ("all steps, not those of the epoch", POINT.format(
             expression="completed_steps // batches_per_epoch, completed_steps")),
+        ("round instead of //", POINT.format(
+            expression="(epoch := round(completed_steps / batches_per_epoch)), "
+                       "completed_steps - epoch * batches_per_epoch")),
+        ("the step under way counted: (completed_steps + 1) // batches_per_epoch", POINT.format(
+            expression="(completed_steps + 1) // batches_per_epoch, completed_steps % batches_per_epoch")),
     ],
     "l9-resume-training": [
-        ("no skip_first_batches: the epoch's first batches trained twice", RESUME.format(
-            load=LOAD, batches="dataloader")),
-        ("skip_first_batches in every epoch", RESUME.format(load=LOAD, batches=SKIP)),
-        ("the checkpoint never loaded", RESUME.format(
-            load="", batches=f"{SKIP} if epoch == first_epoch else dataloader")),
+        ("no skip_first_batches: the epoch's first batches trained twice", resume(batches="dataloader")),
+        ("skip_first_batches in every epoch", resume(batches=SKIP)),
+        ("the checkpoint never loaded", resume(load="")),
+        ("progress.completed_steps not counted", resume(count="")),
+        ("every epoch from 0", resume(epochs="epochs")),
     ],
 }
 # One submission holds one mistake of each exercise in a group (round k: the k-th of each).
@@ -304,43 +391,53 @@ GROUPS = {
     "01_basic_loop": [["l1-make-lr-scheduler", "l1-train-one-epoch"]],
     "02_accelerator": [["l2-prepare-for-training"], ["l2-train-one-epoch-accelerated"]],
     "03_gradient_accumulation": [["l3-accumulation-step-due", "l3-num-training-steps",
-                                  "l3-train-with-accelerator-accumulating"],
-                                 ["l3-train-one-epoch-accumulating"]],
+                                  "l3-train-with-accelerator-accumulating", "l3-train-one-epoch-accumulating"]],
     "04_trainer": [["l4-compute-metrics", "l4-make-training-args"]],
     "05_gradient_checkpointing": [["l5-checkpointed-forward", "l5-compare-gradients", "l5-make-training-args"]],
     "06_local_sgd": [["l6-count-synchronisations", "l6-train-one-epoch-local-sgd"]],
     "07_mixed_precision": [["l7-mixed-precision-step", "l7-make-training-args"]],
     "08_optimizers": [["l8-optimizer-state-bytes", "l8-adamw-state-bytes"]],
-    "09_checkpoint_resume": [["l9-resume-point"], ["l9-resume-training"]],
+    "09_checkpoint_resume": [["l9-resume-point", "l9-resume-training"]],
 }
-# Lessons 01-04 are also graded shrunk (their parameters cell edited) and restructured; the rules
-# those cases test do not depend on the lesson, so lessons 05-09, small already, run as released.
-SHRUNK = ["01_basic_loop", "02_accelerator", "03_gradient_accumulation", "04_trainer"]
+STRUCTURES = ["deleted", "duplicated", "moved"]
 
 
 def grading_cell_of(exercise):
     return re.sub(r"^(l\d+)-", r"\1-test-", exercise)
 
 
-def small(nb):
+def catchers(exercise, mistake):
+    """The test cells that must score 0 for `mistake` in `exercise`: its own, and any it names."""
+    return [grading_cell_of(exercise), *(mistake[2] if len(mistake) > 2 else [])]
+
+
+def small(nb, lesson):
     """The lesson with small parameters, edited in its parameters cell as a student could."""
     cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
-    for name, value in SMALL.items():
-        cell.source = re.sub(rf"^{name} = .*$", f"{name} = {value}", cell.source, flags=re.M)
+    for name, value in SMALL[lesson].items():
+        cell.source, found = re.subn(rf"^{name} = .*$", f"{name} = {value}", cell.source, flags=re.M)
+        assert found == 1, f"{lesson}: no parameter {name} to make small"
     return nb
 
 
-def restructured(nb, how):
-    """The test cells deleted, duplicated, or moved to the end."""
-    tests = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")
-             and not c.metadata["nbgrader"].get("solution")]
-    others = [c for c in nb.cells if c not in tests]
-    if how == "deleted-tests":
-        nb.cells = others
-    elif how == "duplicated-tests":
-        nb.cells = [twin for c in nb.cells for twin in ([c, _twin(c)] if c in tests else [c])]
-    else:
-        nb.cells = others + tests
+def graded_test_cells(nb):
+    return [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")
+            and not c.metadata["nbgrader"].get("solution")]
+
+
+def restructured(nb, turn):
+    """The test cells deleted, duplicated or moved to the end: the i-th gets STRUCTURES[i + turn]."""
+    how = {id(cell): STRUCTURES[(i + turn) % len(STRUCTURES)] for i, cell in enumerate(graded_test_cells(nb))}
+    cells, moved = [], []
+    for cell in nb.cells:
+        change = how.get(id(cell))
+        if change == "moved":
+            moved.append(cell)
+        elif change != "deleted":
+            cells.append(cell)
+        if change == "duplicated":
+            cells.append(_twin(cell))
+    nb.cells = cells + moved
     return nb
 
 
@@ -350,36 +447,46 @@ def _twin(cell):
     return twin
 
 
-STRUCTURES = ["deleted-tests", "duplicated-tests", "moved-tests"]
-
-
 def submissions():
     """{(student, lesson): (notebook, {exercise: mistake})}."""
     cases = {}
-    for lesson, groups in GROUPS.items():
+    for turn, (lesson, groups) in enumerate(GROUPS.items()):
         answers = solutions(lesson)
-        prepared = small if lesson in SHRUNK else (lambda nb: nb)
-        if lesson in SHRUNK:
-            cases[("perfect-small", lesson)] = (small(release_with(lesson, answers)), {})
-            for how in STRUCTURES:
-                cases[(how, lesson)] = (restructured(small(release_with(lesson, answers)), how), {})
+        cases[("restructured", lesson)] = (restructured(small(release_with(lesson, answers), lesson), turn), {})
         for number, group in enumerate(groups):
             for round_ in range(max(len(MISTAKES[e]) for e in group)):
                 chosen = {e: MISTAKES[e][round_] for e in group if round_ < len(MISTAKES[e])}
-                nb = prepared(release_with(lesson, dict(answers, **{e: m[1] for e, m in chosen.items()})))
-                cases[(f"mistakes-{number}-{round_}", lesson)] = (nb, {e: m[0] for e, m in chosen.items()})
+                nb = small(release_with(lesson, dict(answers, **{e: m[1] for e, m in chosen.items()})), lesson)
+                cases[(f"mistakes-{number}-{round_}", lesson)] = (nb, chosen)
     return cases
 
 
 def test_every_exercise_has_three_mistakes():
+    """Three mistakes or more for each exercise's test cell, and for each other test cell that names one."""
     lessons = {e.split("-")[0] for e in MISTAKES}
-    assert set(GROUPS) == set(LESSONS), "every lesson has its mistakes"
+    assert set(GROUPS) == set(graded_lessons()), "every lesson has its mistakes"
     for lesson in GROUPS:
         exercises = [g for g in solutions(lesson) if g]
         assert set(exercises) == {e for g in GROUPS[lesson] for e in g}, lesson
-        for exercise in exercises:
-            assert len(MISTAKES[exercise]) >= 3, exercise
-    assert lessons == {f"l{int(lesson[:2])}" for lesson in LESSONS}
+        caught = collections.Counter(cell for exercise in exercises for mistake in MISTAKES[exercise]
+                                     for cell in catchers(exercise, mistake))
+        assert set(caught) <= set(points(lesson)), (lesson, caught)
+        assert all(count >= 3 for count in caught.values()), (lesson, caught)
+    assert lessons == {f"l{int(lesson[:2])}" for lesson in GROUPS}
+
+
+def test_restructure_changes_every_kind():
+    """Over the lessons, every kind of change meets some test cell (a check of this file itself)."""
+    seen = set()
+    for turn, lesson in enumerate(GROUPS):
+        release = release_with(lesson, {})
+        before = [cell.get("id") for cell in release.cells]
+        tests = {cell.get("id") for cell in graded_test_cells(release)}
+        after = [cell.get("id").removesuffix("-copy") for cell in restructured(release_with(lesson, {}), turn).cells]
+        seen |= {"deleted"} if tests - set(after) else set()
+        seen |= {"duplicated"} if len(after) > len(set(after)) else set()
+        seen |= {"moved"} if after[-1] in tests and after[-1] != before[-1] else set()
+    assert seen == set(STRUCTURES), seen
 
 
 @pytest.fixture(scope="module")
@@ -394,7 +501,7 @@ def graded_mistakes():
         nbformat.write(nb, folder / f"{lesson}.ipynb")
     run = subprocess.run([sys.executable, "-m", "autograde", "--submissions", str(root / "submissions"),
                           "--out", str(root / "out"), "--jobs", str(os.cpu_count())],
-                         cwd=REPO, capture_output=True, text=True, timeout=3600)
+                         cwd=ROOT, capture_output=True, text=True, timeout=3600)
     assert run.returncode == 0, run.stderr[-3000:]
     with open(root / "out" / "grades.csv", newline="") as f:
         rows = {(r["student_id"], r["assignment"]): r for r in csv.DictReader(f)}
@@ -411,28 +518,23 @@ def graded_mistakes():
     shutil.rmtree(root, ignore_errors=True)
 
 
-@pytest.mark.parametrize("lesson", SHRUNK)
-def test_perfect_answers_keep_full_marks(graded_mistakes, lesson):
+@pytest.mark.parametrize("lesson", list(GROUPS))
+def test_small_restructured_perfect_answers_keep_full_marks(graded_mistakes, lesson):
     _, scores, rows = graded_mistakes
-    assert scores[("perfect-small", lesson)][0] == sum(points(lesson).values()), scores[("perfect-small", lesson)]
-    assert rows[("perfect-small", lesson)]["status"] == "graded", rows[("perfect-small", lesson)]
-
-
-@pytest.mark.parametrize("lesson", SHRUNK)
-@pytest.mark.parametrize("how", STRUCTURES)
-def test_deleted_duplicated_or_moved_tests_grade_the_same(graded_mistakes, lesson, how):
-    _, scores, rows = graded_mistakes
-    row = rows[(how, lesson)]
+    row = rows[("restructured", lesson)]
     assert (float(row["score"]), row["status"]) == (sum(points(lesson).values()), "modified"), row
 
 
 def test_every_mistake_loses_its_exercises_points(graded_mistakes):
-    cases, scores, _ = graded_mistakes
+    cases, scores, rows = graded_mistakes
     kept = []
     for (student, lesson), (_, chosen) in cases.items():
         total, cells = scores[(student, lesson)]
+        if chosen and rows[(student, lesson)]["status"] != "graded":
+            kept.append(f"{lesson} {student}: status {rows[(student, lesson)]['status']}, not graded")
         for exercise, mistake in chosen.items():
-            if cells[grading_cell_of(exercise)] != 0 or total == sum(points(lesson).values()):
-                kept.append(f"{lesson} {exercise}: {mistake} ({cells[grading_cell_of(exercise)]} "
-                            f"points; submission {total})")
+            for cell in catchers(exercise, mistake):
+                if cells[cell] != 0 or total == sum(points(lesson).values()):
+                    kept.append(f"{lesson} {exercise}: {mistake[0]} ({cells[cell]} points in {cell}; "
+                                f"submission {total})")
     assert not kept, "mistakes that kept points:\n" + "\n".join(kept)
