@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 import traceback
+import types
 from pathlib import Path
 
 import torch
@@ -130,10 +131,14 @@ def _describe(error):
 
 def _notebook_traceback(error, frames):
     """The traceback as Jupyter shows it (cells named "Cell In[3]"), or None outside IPython."""
-    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+    shell = _ipython()
     if shell is None:
         return None
     return shell.InteractiveTB.structured_traceback(type(error), error, frames)
+
+
+def _ipython():
+    return getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
 
 
 def _where_it_waited(stuck_dump):
@@ -144,7 +149,7 @@ def _where_it_waited(stuck_dump):
         if any(filename == __file__ for filename, _, _ in frames):  # the main thread: it runs _RunInProcess
             for filename, line, function in frames:
                 if not filename.startswith((sys.prefix, sys.base_prefix, __file__)):
-                    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+                    shell = _ipython()
                     cell = shell.compile.format_code_name(filename) if shell is not None else None
                     return f"at line {line} of {function} ({' '.join(cell) if cell else Path(filename).name})"
     return "inside the libraries"
@@ -191,10 +196,23 @@ def _student_error(failure, rank, num_processes):
         error = pickle.loads(failure["error"])
     else:  # not picklable: an error of the same name and message
         error = type(failure["type"], (Exception,), {})(failure["message"])
-    error.add_note(f"{where}\n{failure['text']}")  # what Python and pytest show
-    if failure["notebook_lines"] is not None:  # what Jupyter shows instead
-        error._render_traceback_ = lambda: failure["notebook_lines"] + [where]
+    if failure["notebook_lines"] is None:  # what Python and pytest show
+        error.add_note(f"{where}\n{failure['text']}")
+    else:  # what Jupyter shows: the caller's cell, then the process's frames, as if they had run here
+        process_frames_and_error = failure["notebook_lines"][2:]  # without the header (a line, the error's name)
+        error._render_traceback_ = lambda: _callers_frames(error) + process_frames_and_error + [where]
     return error
+
+
+def _callers_frames(error):
+    """The traceback's header and the frame that called run_on_processes, as Jupyter shows them
+    (the frames above it, the notebook's or a grader's, would only make the message longer)."""
+    caller, entry = None, error.__traceback__
+    while entry is not None and entry.tb_frame.f_code.co_filename != __file__:
+        caller, entry = entry, entry.tb_next
+    frame = caller and types.TracebackType(None, caller.tb_frame, caller.tb_lasti, caller.tb_lineno)
+    # tb_offset=0: IPython hides a traceback's first frame (its own), which here is the caller
+    return _ipython().InteractiveTB.structured_traceback(type(error), error, frame, tb_offset=0)[:-1]  # no error line
 
 
 def _one_line(error):
