@@ -7,10 +7,17 @@ rest; --regrade grades all again. Manual grades in the gradebook stay.
 Exit status: 0 when the batch was processed (even if some submissions failed: see grades.csv),
 2 when it could not be (bad path, broken course sources, no isolation available), 128 + the
 signal's number when SIGINT, SIGTERM or SIGHUP stopped it (rerun to grade what is left).
+
+Without --source the grader grades the course in its three languages: `python -m course.i18n
+grading-source` writes solutions/ and its translations as the assignments <lesson>, <lesson>-nl
+and <lesson>-id, anew for each run, and each submission is graded as the language its notebook
+says (autograde/collect.py).
 """
 import argparse
 import os
+import subprocess
 import sys
+import tempfile
 
 from . import REPO
 from .collect import CollectError
@@ -27,8 +34,9 @@ def parse(argv=None):
                         help="folder <student>/<assignment>/<notebook>.ipynb, or an LMS zip")
     parser.add_argument("--out", default=str(REPO / "build" / "grading"))
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--source", default=str(REPO / "solutions"),
-                        help="instructor notebooks with nbgrader markup (default: solutions/)")
+    parser.add_argument("--source", default=None,
+                        help="instructor notebooks with nbgrader markup (default: the course's "
+                             "lessons from solutions/ in English, Dutch and Indonesian)")
     parser.add_argument("--cell-timeout", type=int, default=120, help="seconds per cell")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per notebook")
     parser.add_argument("--memory-mb", type=int, default=6144, help="address space per kernel")
@@ -66,10 +74,24 @@ def main(argv=None):
         return 2
     from .batch import run
     try:
-        return run(options)
+        if options.source:
+            return run(options)
+        with tempfile.TemporaryDirectory(prefix="autograde-source-") as folder:
+            options.source = course_source(folder)
+            return run(options)
     except (CollectError, CourseError, SandboxError, FileNotFoundError) as error:
         print(f"autograde: {error}", file=sys.stderr)
         return 2
+
+
+def course_source(folder):
+    """Write the course's lessons in every language into `folder` as an nbgrader source; return it.
+    A command, not an import: autograde may not import course (course imports autograde)."""
+    built = subprocess.run([sys.executable, "-m", "course.i18n", "grading-source", "--out", folder],
+                           cwd=REPO, capture_output=True, text=True)
+    if built.returncode != 0:
+        raise CourseError(f"writing the course's grading source failed:\n{built.stderr[-2000:]}")
+    return folder
 
 
 if __name__ == "__main__":

@@ -8,8 +8,9 @@ notebook names at its end, e.g. `jdoe_12345_assignsubmission_file_01_basic_loop.
 The assignment is the one whose notebook that is. In a source with the course's translations
 (`<lesson>-nl`, `<lesson>-id`), the notebook's own language decides: its parameters cell's
 `course_language = "nl"` makes a notebook handed in as 01_basic_loop the assignment
-01_basic_loop-nl, so an LMS export or nbgrader's collect needs no folder per language. Zips are unpacked safely (no absolute or `..`
-paths, no links, bounded size) into the grader's work folder; the original is only read.
+01_basic_loop-nl, so an LMS export or nbgrader's collect needs no folder per language.
+Zips are unpacked safely (no absolute or `..` paths, no links, bounded size) into the grader's
+work folder; the original is only read.
 """
 import json
 import re

@@ -11,6 +11,10 @@ copies of the student release notebooks/01_basic_loop/01_basic_loop.ipynb:
 - fresh/01_basic_loop/01_basic_loop.ipynb as released, with the exercises unanswered. The
   nbgrader "Validate" button on its toolbar must open the validation results, which must say
   that it failed and name the failing test cells (by their code, as nbgrader's dialog does).
+- nl/01_basic_loop/01_basic_loop.ipynb, the Dutch release (notebooks/nl/) as a Dutch student
+  hands it in having forgotten `return` in make_lr_scheduler (train_one_epoch unanswered, so both
+  runs stop early). Run All must show the Dutch markdown and the visible test's failure message in
+  Dutch; Validate must fail with that Dutch message.
 
 Screenshots land in build/browser/. The browser is Debian's chromium (/usr/bin/chromium, from
 apt), launched by path; Playwright never downloads one. Without it the test is skipped with
@@ -33,15 +37,22 @@ import pytest
 
 from course.paths import BUILD, JUPYTER_CONFIG, NOTEBOOKS, SOLUTIONS
 from course.paths import ROOT as REPO
+from helpers import language
 
 LESSON = "01_basic_loop"
 STUDENT_NOTEBOOK = NOTEBOOKS / LESSON / f"{LESSON}.ipynb"
+DUTCH_NOTEBOOK = NOTEBOOKS / "nl" / LESSON / f"{LESSON}.ipynb"
 SOLUTION_NOTEBOOK = SOLUTIONS / LESSON / f"{LESSON}.ipynb"
 SCREENSHOTS = BUILD / "browser"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 ERROR_OUTPUTS = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
+NOTEBOOK = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook"
+PROMPTS = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell .jp-InputPrompt"
+# the Dutch student's mistake: make_lr_scheduler builds the schedule but does not return it
+FORGOTTEN_RETURN = ("    return get_linear_schedule_with_warmup(", "    get_linear_schedule_with_warmup(")
+RETURNED_NONE = "The function returned None; return the scheduler."
 
 
 def _need_browser():
@@ -59,18 +70,34 @@ def _need_browser():
         pytest.skip(message)
 
 
-def answered(student, solution):
-    """The student notebook with every answer cell holding the solution's code (markers removed)."""
-    solutions = {cell["metadata"]["nbgrader"]["grade_id"]: cell for cell in solution["cells"]
-                 if "nbgrader" in cell["metadata"]}
+def solution_answers(solution):
+    """{grade_id: the solution's code as a student types it (markers removed)} of every answer cell."""
+    return {cell["metadata"]["nbgrader"]["grade_id"]: "".join(
+                line for line in "".join(cell["source"]).splitlines(keepends=True)
+                if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
+            for cell in solution["cells"] if cell["metadata"].get("nbgrader", {}).get("solution")}
+
+
+def with_answers(student, answers):
+    """The student notebook with the answer cells named in `answers` {grade_id: code} filled in."""
     notebook = json.loads(json.dumps(student))
     for cell in notebook["cells"]:
-        nbgrader = cell["metadata"].get("nbgrader", {})
-        if nbgrader.get("solution"):
-            source = "".join(solutions[nbgrader["grade_id"]]["source"])
-            cell["source"] = "".join(line for line in source.splitlines(keepends=True)
-                                     if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
+        grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id")
+        if grade_id in answers:
+            cell["source"] = answers[grade_id]
     return notebook
+
+
+def answered(student, solution):
+    """The student notebook with every answer cell holding the solution's code."""
+    return with_answers(student, solution_answers(solution))
+
+
+def forgot_return(student, solution):
+    """The Dutch student's notebook: make_lr_scheduler without its `return`, nothing else answered."""
+    scheduler = solution_answers(solution)["l1-make-lr-scheduler"]
+    assert FORGOTTEN_RETURN[0] in scheduler, "the Dutch student's mistake no longer applies"
+    return with_answers(student, {"l1-make-lr-scheduler": scheduler.replace(*FORGOTTEN_RETURN)})
 
 
 def graded_cells(notebook):
@@ -104,9 +131,9 @@ def lab(tmp_path_factory):
     if not STUDENT_NOTEBOOK.exists():
         pytest.fail(f"{STUDENT_NOTEBOOK.relative_to(REPO)} is missing: make release")
     root = tmp_path_factory.mktemp("lab")
-    student = json.loads(STUDENT_NOTEBOOK.read_text())
-    for folder, notebook in (("notebooks", answered(student, json.loads(SOLUTION_NOTEBOOK.read_text()))),
-                             ("fresh", student)):
+    student, solution = json.loads(STUDENT_NOTEBOOK.read_text()), json.loads(SOLUTION_NOTEBOOK.read_text())
+    for folder, notebook in (("notebooks", answered(student, solution)), ("fresh", student),
+                             ("nl", forgot_return(json.loads(DUTCH_NOTEBOOK.read_text()), solution))):
         (root / folder / LESSON).mkdir(parents=True)
         (root / folder / LESSON / f"{LESSON}.ipynb").write_text(json.dumps(notebook, indent=1))
     settings = root / ".settings" / "@jupyterlab"
@@ -156,9 +183,12 @@ def page(lab, tmp_path_factory):
 
 
 def open_notebook(page, lab, path):
+    """Open the notebook alone, in a workspace of its own: no tab of an earlier test comes back and
+    takes Run All's place as the current notebook."""
     base, token, _ = lab
-    page.goto(f"{base}/lab/tree/{path}?token={token}")
-    page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook").wait_for(timeout=60_000)
+    workspace = re.sub(r"\W", "-", path)
+    page.goto(f"{base}/lab/workspaces/{workspace}/tree/{path}?token={token}")
+    page.locator(NOTEBOOK).wait_for(timeout=60_000)
     wait_for_idle_kernel(page)
 
 
@@ -169,26 +199,41 @@ def wait_for_idle_kernel(page, timeout=60_000):
         timeout=timeout)
 
 
-def test_lesson_runs_all_cells_in_the_browser(lab, page):
-    open_notebook(page, lab, f"notebooks/{LESSON}/{LESSON}.ipynb")
+def run_all_cells(page, lab, path, screenshot):
+    """Open the notebook, Run > Run All Cells, wait until the run is over; return its locator."""
+    open_notebook(page, lab, path)
     page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
     page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
     # Run All marks every code cell [*]; the run is over when none is left (after an error the
     # queued cells go back to [ ])
-    prompts = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell .jp-InputPrompt"
-    page.wait_for_function(
-        f"""() => {{
-            const prompts = [...document.querySelectorAll('{prompts}')].map(p => p.textContent);
-            return prompts.some(p => /\\[\\d+\\]/.test(p)) && !prompts.some(p => p.includes('*'));
-        }}""", timeout=150_000)
-    wait_for_idle_kernel(page)
-    page.screenshot(path=str(SCREENSHOTS / f"{LESSON}-run-all.png"), full_page=True)
+    try:
+        page.wait_for_function(
+            f"""() => {{
+                const prompts = [...document.querySelectorAll('{PROMPTS}')].map(p => p.textContent);
+                return prompts.some(p => /\\[\\d+\\]/.test(p)) && !prompts.some(p => p.includes('*'));
+            }}""", timeout=150_000)
+        wait_for_idle_kernel(page)
+    finally:  # also when it times out: the picture shows where the run stopped
+        page.screenshot(path=str(SCREENSHOTS / screenshot), full_page=True)
+    return page.locator(NOTEBOOK)
 
-    notebook = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook")
+
+def validate(page, lab, path, screenshot):
+    """Open the notebook, press nbgrader's Validate; return the results dialog's locator."""
+    open_notebook(page, lab, path)
+    page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .validate-button").click()
+    dialog = page.locator(".jp-Dialog")
+    dialog.locator(".jp-Dialog-header", has_text="Validation Results").wait_for(timeout=120_000)
+    page.screenshot(path=str(SCREENSHOTS / screenshot))
+    return dialog
+
+
+def test_lesson_runs_all_cells_in_the_browser(lab, page):
+    notebook = run_all_cells(page, lab, f"notebooks/{LESSON}/{LESSON}.ipynb", f"{LESSON}-run-all.png")
     errors = [text for text in notebook.locator(ERROR_OUTPUTS).all_inner_texts()
               if "Traceback" in text or "Error" in text]
     assert errors == [], "the lesson shows errors in the browser:\n" + "\n---\n".join(errors)
-    not_run = [text for text in page.locator(prompts).all_inner_texts() if not re.search(r"\[\d+\]", text)]
+    not_run = [text for text in page.locator(PROMPTS).all_inner_texts() if not re.search(r"\[\d+\]", text)]
     assert not_run == [], f"{len(not_run)} code cells did not run"
     texts = notebook.locator(".jp-OutputArea-output").all_inner_texts()
     assert len(texts) >= 5, f"too few outputs appeared: {texts}"
@@ -197,11 +242,7 @@ def test_lesson_runs_all_cells_in_the_browser(lab, page):
 
 
 def test_nbgrader_validate_names_the_failing_cells(lab, page):
-    open_notebook(page, lab, f"fresh/{LESSON}/{LESSON}.ipynb")
-    page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .validate-button").click()
-    dialog = page.locator(".jp-Dialog")
-    dialog.locator(".jp-Dialog-header", has_text="Validation Results").wait_for(timeout=120_000)
-    page.screenshot(path=str(SCREENSHOTS / f"{LESSON}-validate.png"))
+    dialog = validate(page, lab, f"fresh/{LESSON}/{LESSON}.ipynb", f"{LESSON}-validate.png")
     text = dialog.inner_text()
     assert dialog.locator(".validation-failed").count() == 1, f"expected a failed validation:\n{text}"
     assert "NotImplementedError" in text
@@ -210,4 +251,23 @@ def test_nbgrader_validate_names_the_failing_cells(lab, page):
     for cell in tests:
         first_line = "".join(cell["source"]).splitlines()[0]
         assert first_line in text, f"the validation results do not name the test cell {first_line!r}"
+    dialog.locator("button", has_text="Ok").click()
+
+
+def test_a_dutch_student_reads_dutch_and_validate_answers_in_dutch(lab, page):
+    dutch = language.catalog("nl")[RETURNED_NONE]
+    assert dutch and dutch != RETURNED_NONE, "the message has no Dutch translation"
+    path = f"nl/{LESSON}/{LESSON}.ipynb"
+    notebook = run_all_cells(page, lab, path, f"{LESSON}-nl-run-all.png")
+    shown = notebook.inner_text()
+    for release, expected in ((DUTCH_NOTEBOOK, True), (STUDENT_NOTEBOOK, False)):  # Dutch shown, English not
+        title = json.loads(release.read_text())["cells"][0]["source"][0].lstrip("# ").strip()
+        assert (title in shown) == expected, f"{title!r} {'missing from' if expected else 'shown in'} the page"
+    errors = notebook.locator(ERROR_OUTPUTS).all_inner_texts()
+    assert any(f"AssertionError: {dutch}" in text for text in errors), f"no Dutch failure message: {errors}"
+
+    dialog = validate(page, lab, path, f"{LESSON}-nl-validate.png")
+    text = dialog.inner_text()
+    assert dialog.locator(".validation-failed").count() == 1, f"expected a failed validation:\n{text}"
+    assert dutch in text, f"Validate does not show the Dutch message {dutch!r}:\n{text}"
     dialog.locator("button", has_text="Ok").click()

@@ -1,8 +1,10 @@
-"""A class that mixes languages, graded in one batch: a perfect and a wrong submission of lessons 1
-and 2 in English, Dutch and Indonesian. Each language gets the English scores, status "graded"
-(the translated release's checksums are nbgrader's own), its failure message in its language
-(in the autograded notebook and the feedback), and no hidden test in its feedback.
-Assignments as course.i18n names them: 01_basic_loop, 01_basic_loop-nl, 01_basic_loop-id, ...
+"""A class that mixes languages, graded in one batch the default way (no --source): a perfect and a
+wrong submission of lessons 1 and 2 in English, Dutch and Indonesian, all handed in as
+<student>/<lesson>/ (as nbgrader collect or an LMS export gives them). Each is graded as the
+assignment of its notebook's language, as course.i18n names them (01_basic_loop, 01_basic_loop-nl,
+01_basic_loop-id, ...), with the English scores, status "graded" (the translated release's
+checksums are nbgrader's own), its failure message in its language (in the autograded notebook
+and the feedback), and no hidden test in its feedback.
 """
 import csv
 import html
@@ -84,19 +86,24 @@ def in_language(lang, english, values):
 def graded(tmp_path_factory):
     require_sandbox()
     root = tmp_path_factory.mktemp("i18n-grading")
-    i18n.grading_source(root / "source", names=list(MISTAKES))
     for lesson in MISTAKES:
         for lang in LANGUAGES:
             for kind in ("perfect", "wrong"):
-                folder = root / "submissions" / f"{kind}-{lang}" / i18n.assignment(lesson, lang)
+                folder = root / "submissions" / f"{kind}-{lang}" / lesson  # the folder does not say the language
                 folder.mkdir(parents=True)
                 (folder / f"{lesson}.ipynb").write_text(json.dumps(submission(lesson, lang, kind == "wrong")))
     run = subprocess.run([sys.executable, "-m", "autograde", "--submissions", str(root / "submissions"),
-                          "--source", str(root / "source"), "--out", str(root / "out"),
-                          "--jobs", str(os.cpu_count())], cwd=ROOT, capture_output=True, text=True, timeout=1800)
+                          "--out", str(root / "out"), "--jobs", str(os.cpu_count())],
+                         cwd=ROOT, capture_output=True, text=True, timeout=1800)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
     with open(root / "out" / "grades.csv", newline="") as f:
         return root / "out", {(r["student_id"], r["assignment"]): r for r in csv.DictReader(f)}
+
+
+def test_each_submission_is_graded_as_its_notebooks_language(graded):
+    _, rows = graded
+    assert sorted(rows) == sorted((f"{kind}-{lang}", i18n.assignment(lesson, lang)) for lesson in MISTAKES
+                                  for lang in LANGUAGES for kind in ("perfect", "wrong"))
 
 
 @pytest.mark.parametrize("lesson", MISTAKES)
