@@ -76,8 +76,8 @@ def main(argv=None):
     try:
         if options.source:
             return run(options)
-        with tempfile.TemporaryDirectory(prefix="autograde-source-") as folder:
-            options.source = course_source(folder)
+        with tempfile.TemporaryDirectory(prefix="autograde-source-") as folder:  # only we may read it
+            options.source = course_source(os.path.join(folder, "source"))
             return run(options)
     except (CollectError, CourseError, SandboxError, FileNotFoundError) as error:
         print(f"autograde: {error}", file=sys.stderr)
