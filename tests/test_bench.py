@@ -112,3 +112,15 @@ def test_grading_figure_class_is_generated(tmp_path):
         answers = {tuple(cell.source for cell in nbformat.read(path, as_version=4).cells)
                    for path in submissions.glob(f"*/{lesson}/{lesson}.ipynb")}
         assert len(answers) == len(KINDS), f"every student should answer {lesson} differently"
+
+
+def test_grading_cpu_counts_what_outlives_the_command():
+    """The grader's forkserver, parent of the workers and kernels, outlives the grader: its CPU
+    must count. Here a grandchild that burns about a second after its parent exited."""
+    import sys
+
+    from course.bench.grading import _measured
+    burn = "import time\nend = time.process_time() + 1\nwhile time.process_time() < end: pass"
+    orphan = f"import subprocess, sys; subprocess.Popen([sys.executable, '-c', {burn!r}])"
+    wall, cpu = _measured([sys.executable, "-c", orphan], env=None)
+    assert cpu >= 1.0, f"only {cpu:.2f} CPU s counted: the orphan's second was lost"

@@ -99,10 +99,28 @@ def make_class(root, copies=1):
     return submissions
 
 
+# Runs a command and then waits for every process it left behind. getrusage counts a process's CPU
+# only once its parent has waited for it, and the grader's forkserver (the parent of its workers
+# and so of their kernels) is nobody's child once the grader exits: as a subreaper this wrapper
+# adopts and waits for it, so the command's whole CPU time reaches the caller.
+WAIT_FOR_ALL = """\
+import ctypes, os, subprocess, sys
+ctypes.CDLL(None).prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: the command's orphans become ours
+code = subprocess.call(sys.argv[1:])
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        break
+sys.exit(code)
+"""
+
+
 def _measured(command, env):
-    """(wall seconds, CPU seconds of the command and everything it started)."""
+    """(wall seconds, CPU seconds of the command and everything it started, orphans included)."""
     cpu, start = children_cpu_seconds(), time.perf_counter()
-    run = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    run = subprocess.run([sys.executable, "-c", WAIT_FOR_ALL, *command], cwd=ROOT, env=env,
+                         capture_output=True, text=True)
     if run.returncode != 0:
         raise RuntimeError(f"{' '.join(command[:4])} failed:\n{run.stdout[-1500:]}{run.stderr[-1500:]}")
     return time.perf_counter() - start, children_cpu_seconds() - cpu
