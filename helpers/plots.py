@@ -140,7 +140,7 @@ def plot_checkpointing(rows):
 
 def plot_local_sgd(rows):
     """Lesson 6: the training loss of each run of measure_local_sgd, and how often its processes talked."""
-    figure, (loss_axis, sync_axis) = plt.subplots(1, 2, figsize=(10, 3.5))
+    figure, (loss_axis, sync_axis) = plt.subplots(1, 2, figsize=(12, 3.5))  # room for a longer translated title
     for row in rows:
         k = row["local_sgd_steps"]
         label = message("data parallel") if k is None else message("local SGD, K={k}", k=k)
