@@ -102,7 +102,9 @@ def make_class(root, copies=1):
 # Runs a command and then waits for every process it left behind. getrusage counts a process's CPU
 # only once its parent has waited for it, and the grader's forkserver (the parent of its workers
 # and so of their kernels) is nobody's child once the grader exits: as a subreaper this wrapper
-# adopts and waits for it, so the command's whole CPU time reaches the caller.
+# adopts and waits for it. Still not counted: a kernel that ends with its sandbox (bwrap is
+# killed when grading a submission ends, so nobody waits for the kernel), so the grader's CPU
+# seconds are a lower bound; its submissions per minute are exact.
 WAIT_FOR_ALL = """\
 import ctypes, os, subprocess, sys
 ctypes.CDLL(None).prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: the command's orphans become ours
