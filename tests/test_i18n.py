@@ -209,7 +209,9 @@ def test_message_follows_the_language_and_marks_what_is_not_translated(tmp_path,
     ("run LANG=id.UTF-8", "course.run --compare --language en\n")])
 def test_the_language_is_course_lang_never_the_shells_lang(command, expected):
     """make imports the environment: a shell's LANG must not pick the course's language."""
-    out = subprocess.run(["make", "-n", *command.split()], cwd=ROOT, capture_output=True, text=True).stdout
+    # --no-print-directory: under `make test` this make is a sub-make, which would print "Entering directory"
+    out = subprocess.run(["make", "--no-print-directory", "-n", *command.split()], cwd=ROOT, capture_output=True,
+                         text=True).stdout
     assert out.endswith(expected), out
 
 
