@@ -61,14 +61,19 @@ print(json.dumps({"dtypes": [str(state["state1"].dtype), str(state["state2"].dty
 """
 
 
+def last_line_printed_by(script):
+    """Run `script` in a child process (after importing bitsandbytes, run_on_processes cannot start processes)."""
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return run.stdout.strip().splitlines()[-1]
+
+
 def test_8bit_adamw_keeps_about_2_bytes_per_parameter():
     """In a child process: after importing bitsandbytes, run_on_processes cannot start processes."""
     reason = optimizers.eight_bit_unavailable()
     if reason:
         pytest.skip(reason)
-    run = subprocess.run([sys.executable, "-c", EIGHT_BIT], capture_output=True, text=True, cwd=ROOT)
-    assert run.returncode == 0, run.stderr[-2000:]
-    measured = json.loads(run.stdout.strip().splitlines()[-1])
+    measured = json.loads(last_line_printed_by(EIGHT_BIT))
     assert measured["dtypes"] == ["torch.uint8", "torch.uint8"]
     assert 2 < measured["bytes_per_parameter"] < 2.5
 
@@ -89,12 +94,10 @@ def test_8bit_state_counts_the_shared_quantisation_maps_once():
     reason = optimizers.eight_bit_unavailable()
     if reason:
         pytest.skip(reason)
-    run = subprocess.run([sys.executable, "-c", SHARED_MAPS], capture_output=True, text=True, cwd=ROOT)
-    assert run.returncode == 0, run.stderr[-2000:]
     weight = 2 * 256 * 256 + 2 * (256 * 256 // 256) * 4  # two 8-bit moments, a float32 scale per block of 256
     bias = 2 * 256 * 4  # under 4096 numbers: two float32 moments
     maps = 2 * 256 * 4  # once, not once per weight matrix
-    assert int(run.stdout.strip().splitlines()[-1]) == 2 * weight + 2 * bias + maps
+    assert int(last_line_printed_by(SHARED_MAPS)) == 2 * weight + 2 * bias + maps
 
 
 def test_the_default_model_with_each_optimizer(tokenizer, small_data):
