@@ -15,7 +15,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograde_toy import PERFECT, answer, write_class, write_source  # noqa: E402
+from autograde_toy import PERFECT, answer, released_toy, write_class, write_source  # noqa: E402
 from test_autograde import REPO, autograde, grader  # noqa: E402
 
 pytestmark = pytest.mark.slow  # each test grades a class
@@ -45,9 +45,7 @@ def kernels_of(folder):
 def toy_class():
     root = Path(tempfile.mkdtemp(prefix="resume-test-"))
     source = write_source(root / "source")
-    from autograde.course import assignments_in, prepare
-    release = nbformat.read(prepare(source, root / "seed", assignments_in(source))
-                            / "release" / "toy" / "toy.ipynb", as_version=4)
+    release = released_toy(source, root / "seed")
     write_class(root / "submissions", release, [None, "add", "mean"])
     yield root, source, release
     shutil.rmtree(root, ignore_errors=True)

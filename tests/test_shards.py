@@ -8,10 +8,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import nbformat
 import pytest
 
-from autograde_toy import write_class, write_source  # noqa: E402
+from autograde_toy import released_toy, write_class, write_source  # noqa: E402
 from test_autograde import autograde  # noqa: E402
 
 from autograde import resume, shards  # noqa: E402
@@ -38,9 +37,7 @@ def test_bad_shard_argument_is_refused(text):
 def graded():
     root = Path(tempfile.mkdtemp(prefix="shards-test-"))
     source = write_source(root / "source")
-    from autograde.course import assignments_in, prepare
-    release = nbformat.read(prepare(source, root / "seed", assignments_in(source))
-                            / "release" / "toy" / "toy.ipynb", as_version=4)
+    release = released_toy(source, root / "seed")
     write_class(root / "submissions", release, [None, "add", "mean", None, "add"])
     runs = {}
     for name, extra in [("whole", []), ("shard1", ["--shard", "1/2"]), ("shard2", ["--shard", "2/2"])]:
