@@ -28,6 +28,9 @@ $(STAMP): pyproject.toml
 	@test -x $(PYTHON) || python3 -m venv $(VENV)
 	@echo "Installing the course environment into $(VENV) (log: $(VENV)/install.log) ..."
 	@$(PYTHON) -m pip install -e '.[test]' > $(VENV)/install.log 2>&1 || { tail -30 $(VENV)/install.log; exit 1; }
+	@# jsonschema imports rfc3987-syntax if it is there (jupyter-events asks for it, optionally), which
+	@# builds 39 parsers on import: 3.7 s in every process that imports nbformat. Nothing here checks IRIs.
+	@$(PYTHON) -m pip uninstall -y rfc3987-syntax >> $(VENV)/install.log 2>&1
 	@touch $(STAMP)
 
 setup: $(STAMP) ## create .venv and install the course (quick when nothing changed)

@@ -59,13 +59,13 @@ def test_a_built_cache_is_as_open_as_any_new_folder_and_file(tmp_path):
     private temporary folder it is built in nor safetensors' private files may stay private."""
     from safetensors.torch import save_file
 
-    from helpers.modeling import _build_once
+    from helpers.cache import build_once
 
     def build(folder):
         (folder / "sub").mkdir()
         save_file({"weight": torch.zeros(2)}, folder / "sub" / "model.safetensors")
 
-    built = _build_once(tmp_path / "cache" / "model", build)
+    built = build_once(tmp_path / "cache" / "model", build)
     (tmp_path / "plain").mkdir()
     (tmp_path / "plain" / "file").write_text("")
     folder_mode, file_mode = ((tmp_path / "plain").stat().st_mode, (tmp_path / "plain" / "file").stat().st_mode)
