@@ -237,11 +237,11 @@ def trusted_setup(db_url, assignment, notebook, release_path):
             continue
         if cell.name in grade_ids:
             setup[cell.name] = "\n".join(statements)
-        statements.extend(_definitions(cell.source))
+        statements.extend(definitions(cell.source))
     return setup
 
 
-def _definitions(source):
+def definitions(source):
     try:
         tree = ast.parse(source)
     except SyntaxError:

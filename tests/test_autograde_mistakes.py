@@ -1,6 +1,5 @@
-"""Typical wrong answers and changed structure, graded by `python -m autograde` in one batch:
-every mistake in MISTAKES makes the test cells that must catch it score 0, while perfect answers
-keep full marks with their test cells deleted, duplicated and moved to the end (status modified).
+"""Typical wrong answers must fail the test cells meant to catch them, and a perfect submission with
+changed structure must keep full marks.
 
 MISTAKES holds, per exercise, mistakes students really make (off-by-one steps, a schedule sized
 in batches, a missing zero_grad, loss.backward() instead of accelerator.backward(loss), macro
@@ -8,20 +7,24 @@ F1, a loss scaler that is not used, round instead of //, ...). A mistake is caug
 exercise's test cell, and where a third element names more test cells, by those too (lesson 6's
 K = 1 test checks the LocalSGD loop again).
 
-The batch is kept small, because every submission runs a whole lesson: one submission carries
-one mistake of each exercise of a GROUP (exercises whose test calls another exercise's function
-are in different groups, so that one mistake cannot hide another), every lesson runs with small
-parameters (its editable parameters cell, as a student may edit it: the test cells build their
-own problems, so they grade the same), and one restructured perfect submission per lesson shows
-both that the small parameters keep full marks and that a test cell deleted, one duplicated and
-one moved change nothing (each lesson mixes the three, in turn). Mistake submissions must keep
-status "graded": only answer cells and the parameters cell changed. Slow: 54 small lesson runs for
-89 mistakes (35 minutes on 2 cores at a load of 12; the last table, 54 runs for 66 mistakes of which
-lessons 05-09's 18 at full size, took 17 minutes at a lower load).
+The mistakes are checked in one kernel per lesson (mistake_runs.py): the lesson's solution runs once
+with small parameters (its editable parameters cell, as a student may edit it), then each mistake in
+turn replaces its answer, and the test cells that must catch it run as the grader runs them (the
+instructor's imports and definitions first, then the test with its hidden part); then the right
+answer comes back and the same test cells must pass again, so that no mistake is "caught" by what
+an earlier one left behind. One kernel per lesson instead of one graded lesson run per mistake:
+that the grader scores a failing test cell 0 is tested on whole graded lessons elsewhere
+(test_autograde_lessons.py, test_i18n_grading.py, test_autograde.py).
+
+The grading rules for structure are checked by grading: one restructured perfect submission per
+lesson, with small parameters, must keep full marks with its test cells deleted, duplicated and
+moved to the end (status "modified"; each lesson mixes the three, in turn).
 """
 import collections
+import concurrent.futures
 import copy
 import csv
+import multiprocessing
 import os
 import re
 import shutil
@@ -32,6 +35,8 @@ from pathlib import Path
 
 import pytest
 
+import mistake_runs
+from mistake_runs import small
 from autograde_toy import require_sandbox  # noqa: E402
 from course.paths import ROOT
 from lesson_runs import graded_lessons, points, release_with, solutions  # noqa: E402
@@ -48,8 +53,8 @@ SMALL = {
     "07_mixed_precision": {"sizes": '{"train": 16, "validation": 16, "test": 8}', "batch_size": "8",
                            "epochs": "1", "measure_batch_size": "8"},
     "08_optimizers": {"sizes": '{"train": 32, "validation": 16, "test": 8}', "batch_size": "8"},
-    # lesson 9's test cells train on 24 of its training examples
-    "09_checkpoint_resume": {"sizes": '{"train": 32, "validation": 16, "test": 8}', "batch_size": "4",
+    # lesson 9's Trainer demonstration trains on 48 of its training examples
+    "09_checkpoint_resume": {"sizes": '{"train": 48, "validation": 16, "test": 8}', "batch_size": "4",
                              "save_every": "3", "stop_after": "6"},
 }
 
@@ -386,20 +391,8 @@ MISTAKES = {
         ("every epoch from 0", resume(epochs="epochs")),
     ],
 }
-# One submission holds one mistake of each exercise in a group (round k: the k-th of each).
-GROUPS = {
-    "01_basic_loop": [["l1-make-lr-scheduler", "l1-train-one-epoch"]],
-    "02_accelerator": [["l2-prepare-for-training"], ["l2-train-one-epoch-accelerated"]],
-    "03_gradient_accumulation": [["l3-accumulation-step-due", "l3-num-training-steps",
-                                  "l3-train-with-accelerator-accumulating", "l3-train-one-epoch-accumulating"]],
-    "04_trainer": [["l4-compute-metrics", "l4-make-training-args"]],
-    "05_gradient_checkpointing": [["l5-checkpointed-forward", "l5-compare-gradients", "l5-make-training-args"]],
-    "06_local_sgd": [["l6-count-synchronisations", "l6-train-one-epoch-local-sgd"]],
-    "07_mixed_precision": [["l7-mixed-precision-step", "l7-make-training-args"]],
-    "08_optimizers": [["l8-optimizer-state-bytes", "l8-adamw-state-bytes"]],
-    "09_checkpoint_resume": [["l9-resume-point", "l9-resume-training"]],
-}
 STRUCTURES = ["deleted", "duplicated", "moved"]
+LESSONS = list(SMALL)
 
 
 def grading_cell_of(exercise):
@@ -407,17 +400,8 @@ def grading_cell_of(exercise):
 
 
 def catchers(exercise, mistake):
-    """The test cells that must score 0 for `mistake` in `exercise`: its own, and any it names."""
+    """The test cells that must fail for `mistake` in `exercise`: its own, and any it names."""
     return [grading_cell_of(exercise), *(mistake[2] if len(mistake) > 2 else [])]
-
-
-def small(nb, lesson):
-    """The lesson with small parameters, edited in its parameters cell as a student could."""
-    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
-    for name, value in SMALL[lesson].items():
-        cell.source, found = re.subn(rf"^{name} = .*$", f"{name} = {value}", cell.source, flags=re.M)
-        assert found == 1, f"{lesson}: no parameter {name} to make small"
-    return nb
 
 
 def graded_test_cells(nb):
@@ -447,38 +431,50 @@ def _twin(cell):
     return twin
 
 
-def submissions():
-    """{(student, lesson): (notebook, {exercise: mistake})}."""
-    cases = {}
-    for turn, (lesson, groups) in enumerate(GROUPS.items()):
-        answers = solutions(lesson)
-        cases[("restructured", lesson)] = (restructured(small(release_with(lesson, answers), lesson), turn), {})
-        for number, group in enumerate(groups):
-            for round_ in range(max(len(MISTAKES[e]) for e in group)):
-                chosen = {e: MISTAKES[e][round_] for e in group if round_ < len(MISTAKES[e])}
-                nb = small(release_with(lesson, dict(answers, **{e: m[1] for e, m in chosen.items()})), lesson)
-                cases[(f"mistakes-{number}-{round_}", lesson)] = (nb, chosen)
-    return cases
-
-
 def test_every_exercise_has_three_mistakes():
     """Three mistakes or more for each exercise's test cell, and for each other test cell that names one."""
-    lessons = {e.split("-")[0] for e in MISTAKES}
-    assert set(GROUPS) == set(graded_lessons()), "every lesson has its mistakes"
-    for lesson in GROUPS:
+    assert set(LESSONS) == set(graded_lessons()), "every lesson has its mistakes"
+    assert {e.split("-")[0] for e in MISTAKES} == {f"l{int(lesson[:2])}" for lesson in LESSONS}
+    for lesson in LESSONS:
         exercises = [g for g in solutions(lesson) if g]
-        assert set(exercises) == {e for g in GROUPS[lesson] for e in g}, lesson
+        assert all(exercise in MISTAKES for exercise in exercises), lesson
         caught = collections.Counter(cell for exercise in exercises for mistake in MISTAKES[exercise]
                                      for cell in catchers(exercise, mistake))
         assert set(caught) <= set(points(lesson)), (lesson, caught)
         assert all(count >= 3 for count in caught.values()), (lesson, caught)
-    assert lessons == {f"l{int(lesson[:2])}" for lesson in GROUPS}
+
+
+@pytest.fixture(scope="module")
+def checked():
+    """{lesson: Future of mistake_runs.check_lesson's findings}, all lessons side by side."""
+    pool = concurrent.futures.ProcessPoolExecutor(max_workers=os.cpu_count(),
+                                                  mp_context=multiprocessing.get_context("spawn"))
+    futures = {lesson: pool.submit(mistake_runs.check_lesson, lesson, SMALL[lesson],
+                                   [(exercise, mistake[0], mistake[1], catchers(exercise, mistake))
+                                    for exercise in solutions(lesson) for mistake in MISTAKES[exercise]])
+               for lesson in LESSONS}
+    yield futures
+    pool.shutdown(cancel_futures=True)
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_every_mistake_fails_the_test_cells_that_must_catch_it(checked, lesson):
+    missed = [f"{exercise}: {name}: {cell} passed" for exercise, name, cell, failed, _ in checked[lesson].result()
+              if not failed]
+    assert not missed, "mistakes that their test cells let through:\n" + "\n".join(missed)
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_the_right_answer_passes_again_after_each_mistake(checked, lesson):
+    broken = [f"after {exercise}: {name}: {cell}: {control}" for exercise, name, cell, _, control
+              in checked[lesson].result() if control]
+    assert not broken, "test cells that failed the right answer after a mistake:\n" + "\n".join(broken)
 
 
 def test_restructure_changes_every_kind():
     """Over the lessons, every kind of change meets some test cell (a check of this file itself)."""
     seen = set()
-    for turn, lesson in enumerate(GROUPS):
+    for turn, lesson in enumerate(LESSONS):
         release = release_with(lesson, {})
         before = [cell.get("id") for cell in release.cells]
         tests = {cell.get("id") for cell in graded_test_cells(release)}
@@ -490,13 +486,14 @@ def test_restructure_changes_every_kind():
 
 
 @pytest.fixture(scope="module")
-def graded_mistakes():
+def graded_restructured():
+    """grades.csv's rows of one batch: each lesson's perfect answers, small parameters, restructured."""
     require_sandbox()
     import nbformat
-    root = Path(tempfile.mkdtemp(prefix="autograde-mistakes-"))
-    cases = submissions()
-    for (student, lesson), (nb, _) in cases.items():
-        folder = root / "submissions" / student / lesson
+    root = Path(tempfile.mkdtemp(prefix="autograde-restructured-"))
+    for turn, lesson in enumerate(LESSONS):
+        nb = restructured(small(release_with(lesson, solutions(lesson)), SMALL[lesson]), turn)
+        folder = root / "submissions" / "restructured" / lesson
         folder.mkdir(parents=True)
         nbformat.write(nb, folder / f"{lesson}.ipynb")
     run = subprocess.run([sys.executable, "-m", "autograde", "--submissions", str(root / "submissions"),
@@ -504,37 +501,11 @@ def graded_mistakes():
                          cwd=ROOT, capture_output=True, text=True, timeout=3600)
     assert run.returncode == 0, run.stderr[-3000:]
     with open(root / "out" / "grades.csv", newline="") as f:
-        rows = {(r["student_id"], r["assignment"]): r for r in csv.DictReader(f)}
-    from nbgrader.api import Gradebook
-    from autograde.course import ensure_venv_on_path
-    ensure_venv_on_path()
-    scores = {}
-    with Gradebook(f"sqlite:///{root / 'out' / 'gradebook.db'}") as gb:
-        for (student, lesson) in cases:
-            submission = gb.find_submission(lesson, student)
-            scores[(student, lesson)] = (submission.score, {
-                g.name: g.auto_score for nb in submission.notebooks for g in nb.grades})
-    yield cases, scores, rows
+        yield {r["assignment"]: r for r in csv.DictReader(f)}
     shutil.rmtree(root, ignore_errors=True)
 
 
-@pytest.mark.parametrize("lesson", list(GROUPS))
-def test_small_restructured_perfect_answers_keep_full_marks(graded_mistakes, lesson):
-    _, scores, rows = graded_mistakes
-    row = rows[("restructured", lesson)]
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_small_restructured_perfect_answers_keep_full_marks(graded_restructured, lesson):
+    row = graded_restructured[lesson]
     assert (float(row["score"]), row["status"]) == (sum(points(lesson).values()), "modified"), row
-
-
-def test_every_mistake_loses_its_exercises_points(graded_mistakes):
-    cases, scores, rows = graded_mistakes
-    kept = []
-    for (student, lesson), (_, chosen) in cases.items():
-        total, cells = scores[(student, lesson)]
-        if chosen and rows[(student, lesson)]["status"] != "graded":
-            kept.append(f"{lesson} {student}: status {rows[(student, lesson)]['status']}, not graded")
-        for exercise, mistake in chosen.items():
-            for cell in catchers(exercise, mistake):
-                if cells[cell] != 0 or total == sum(points(lesson).values()):
-                    kept.append(f"{lesson} {exercise}: {mistake[0]} ({cells[cell]} points in {cell}; "
-                                f"submission {total})")
-    assert not kept, "mistakes that kept points:\n" + "\n".join(kept)

@@ -1,0 +1,83 @@
+"""Run a lesson once in a kernel, then try mistakes in it one by one (test_autograde_mistakes.py).
+
+check_lesson runs in a worker process of its own (one per lesson, side by side): the solution
+notebook with small parameters, every cell, in a fresh kernel; then, for each mistake, the
+mistaken answer, each test cell that must catch it, the right answer again, and the same test cells
+once more. A test cell runs as the grader runs it: after the instructor's imports and definitions
+from the locked cells above it (autograde.execute.definitions, what the guard re-runs), with its
+hidden tests (the solution notebook has them).
+"""
+import re
+import tempfile
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+from nbformat.v4 import new_code_cell
+
+from autograde.execute import definitions
+from course.paths import SOLUTIONS
+from course.run import kernel_config
+
+
+def small(nb, values):
+    """`nb` with small parameters, edited in its parameters cell as a student could."""
+    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    for name, value in values.items():
+        cell.source, found = re.subn(rf"^{name} = .*$", f"{name} = {value}", cell.source, flags=re.M)
+        assert found == 1, f"no parameter {name} to make small"
+    return nb
+
+
+def grade_id(cell):
+    return cell.metadata.get("nbgrader", {}).get("grade_id")
+
+
+def trusted_setups(nb):
+    """{test cell: the import and def/class statements of the locked cells above it}."""
+    setups, statements = {}, []
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code" or meta.get("solution") or not meta.get("locked"):
+            continue
+        if meta.get("grade"):
+            setups[meta["grade_id"]] = "\n".join(statements)
+        statements.extend(definitions(cell.source))
+    return setups
+
+
+def check_lesson(lesson, small_values, mistakes):
+    """For each (exercise, name, mistaken source, test cells) in `mistakes`: a row (exercise, name,
+    test cell, whether it failed on the mistake, the error it raised on the right answer afterwards
+    or None). Raises if the lesson itself does not run."""
+    nb = small(nbformat.read(SOLUTIONS / lesson / f"{lesson}.ipynb", as_version=4), small_values)
+    answers = {grade_id(c): c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")}
+    tests = {grade_id(c): c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")
+             and not c.metadata["nbgrader"].get("solution")}
+    setups = trusted_setups(nb)
+    with tempfile.TemporaryDirectory(prefix=f"mistakes-{lesson}-") as folder:
+        client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": folder}},
+                                config=kernel_config())
+
+        def error(source):
+            try:
+                client.execute_cell(new_code_cell(source), len(nb.cells) - 1)
+            except CellExecutionError as raised:
+                return f"{raised.ename}: {raised.evalue}"[:300]
+            return None
+
+        def test(cell):
+            return error(f"{setups[cell]}\n{tests[cell]}")
+
+        rows = []
+        with client.setup_kernel():
+            for index, cell in enumerate(nb.cells):
+                if cell.cell_type == "code":
+                    client.execute_cell(cell, index)  # the lesson runs and passes its own tests
+            for exercise, name, source, cells in mistakes:
+                problem = error(source)
+                assert problem is None, f"{exercise}: {name}: the mistake's own cell failed: {problem}"
+                failed = {cell: test(cell) is not None for cell in cells}
+                assert error(answers[exercise]) is None
+                rows += [(exercise, name, cell, failed[cell], test(cell)) for cell in cells]
+        return rows
