@@ -18,9 +18,11 @@ from nbgrader.preprocessors.base import NbGraderPreprocessor
 from traitlets import Dict
 
 # At least 10 * batch_size training examples (l2-test-processes), 16 (l3-equal), and
-# memory_batch divisible by 4 (lesson 3's micro-batches of memory_batch / 4, / 2, / 1).
+# memory_batch divisible by 4 (lesson 3's micro-batches of memory_batch / 4, / 2, / 1). The
+# measurements of lessons 5 to 7 take one timing round, one batch size and one K.
 GRADING_PARAMETERS = {"sizes": {"train": 80, "validation": 16, "test": 8}, "batch_size": 8,
-                      "epochs": 1, "memory_batch": 8}
+                      "epochs": 1, "memory_batch": 8, "memory_batch_sizes": [8], "repeats": 1,
+                      "local_sgd_steps": (2,)}
 HEADER = ("# Injected by the grader: smaller sizes for the demonstration cells, so that grading is"
           "\n# fast. The graded tests build their own small problems.")
 
