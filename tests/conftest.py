@@ -14,6 +14,7 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
+import background  # noqa: E402
 import helpers  # noqa: E402
 import lesson_runs  # noqa: E402
 from autograde_toy import require_sandbox  # noqa: E402
@@ -49,19 +50,37 @@ def pytest_collection_modifyitems(items):
 
 
 def pytest_collection_finish(session):
-    """The selected tests are known (-k, -m applied): start the lesson runs they will read."""
+    """The selected tests are known (-k, -m applied): start the lesson runs and the heavy jobs
+    (background.py) they will read, beside the tests, until a test asks for them."""
+    if session.config.option.collectonly:
+        return
     needed = [item.callspec.id for item in session.items if item.originalname in USES_LESSON_RUNS]
-    if needed and not session.config.option.collectonly:
-        lesson_runs.start_runs(sorted(set(needed)))  # beside the tests, until a test asks for them
+    if needed:
+        lesson_runs.start_runs(sorted(set(needed)))
+    background.start_offered(session.items)
+
+
+def pytest_sessionfinish(session):
+    background.cancel_queued()  # a session stopped early (-x, Ctrl-C) starts no more jobs
+
+
+def _grade_class():
+    lessons = lesson_runs.graded_lessons()
+    if not lessons:
+        return None, None
+    root = Path(tempfile.mkdtemp(prefix="autograde-lessons-"))
+    return root, lesson_runs.grade_lessons(root, lessons)
+
+
+background.offer("graded_class", _grade_class)
 
 
 @pytest.fixture(scope="session")
 def graded_class():
     """One autograde batch of every lesson (lesson_runs.grade_lessons), read by many tests."""
     require_sandbox()
-    lessons = lesson_runs.graded_lessons()
-    if not lessons:
+    root, graded = background.result("graded_class")
+    if graded is None:
         pytest.skip("no lessons in solutions/ with a release in notebooks/ yet")
-    root = Path(tempfile.mkdtemp(prefix="autograde-lessons-"))
-    yield lesson_runs.grade_lessons(root, lessons)
+    yield graded
     shutil.rmtree(root, ignore_errors=True)

@@ -27,7 +27,6 @@ import csv
 import multiprocessing
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,7 @@ from pathlib import Path
 
 import pytest
 
+import background
 import mistake_runs
 from mistake_runs import small
 from autograde_toy import require_sandbox  # noqa: E402
@@ -444,30 +444,43 @@ def test_every_exercise_has_three_mistakes():
         assert all(count >= 3 for count in caught.values()), (lesson, caught)
 
 
+def _check_mistakes():
+    """{lesson: mistake_runs.check_lesson's rows, or the exception it raised}, lessons side by side."""
+    with concurrent.futures.ProcessPoolExecutor(max_workers=os.cpu_count(),
+                                                mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {lesson: pool.submit(mistake_runs.check_lesson, lesson, SMALL[lesson],
+                                       [(exercise, mistake[0], mistake[1], catchers(exercise, mistake))
+                                        for exercise in solutions(lesson) for mistake in MISTAKES[exercise]])
+                   for lesson in LESSONS}
+        return {lesson: future.exception() or future.result() for lesson, future in futures.items()}
+
+
+background.offer("checked_mistakes", _check_mistakes)
+
+
 @pytest.fixture(scope="module")
-def checked():
-    """{lesson: Future of mistake_runs.check_lesson's findings}, all lessons side by side."""
-    pool = concurrent.futures.ProcessPoolExecutor(max_workers=os.cpu_count(),
-                                                  mp_context=multiprocessing.get_context("spawn"))
-    futures = {lesson: pool.submit(mistake_runs.check_lesson, lesson, SMALL[lesson],
-                                   [(exercise, mistake[0], mistake[1], catchers(exercise, mistake))
-                                    for exercise in solutions(lesson) for mistake in MISTAKES[exercise]])
-               for lesson in LESSONS}
-    yield futures
-    pool.shutdown(cancel_futures=True)
+def checked_mistakes():
+    return background.result("checked_mistakes")
+
+
+def rows(checked_mistakes, lesson):
+    found = checked_mistakes[lesson]
+    if isinstance(found, BaseException):
+        raise found
+    return found
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
-def test_every_mistake_fails_the_test_cells_that_must_catch_it(checked, lesson):
-    missed = [f"{exercise}: {name}: {cell} passed" for exercise, name, cell, failed, _ in checked[lesson].result()
-              if not failed]
+def test_every_mistake_fails_the_test_cells_that_must_catch_it(checked_mistakes, lesson):
+    missed = [f"{exercise}: {name}: {cell} passed" for exercise, name, cell, failed, _
+              in rows(checked_mistakes, lesson) if not failed]
     assert not missed, "mistakes that their test cells let through:\n" + "\n".join(missed)
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
-def test_the_right_answer_passes_again_after_each_mistake(checked, lesson):
+def test_the_right_answer_passes_again_after_each_mistake(checked_mistakes, lesson):
     broken = [f"after {exercise}: {name}: {cell}: {control}" for exercise, name, cell, _, control
-              in checked[lesson].result() if control]
+              in rows(checked_mistakes, lesson) if control]
     assert not broken, "test cells that failed the right answer after a mistake:\n" + "\n".join(broken)
 
 
@@ -485,24 +498,31 @@ def test_restructure_changes_every_kind():
     assert seen == set(STRUCTURES), seen
 
 
+def _grade_restructured():
+    """grades.csv's rows of one batch: each lesson's perfect answers, small parameters, restructured."""
+    import nbformat
+    with tempfile.TemporaryDirectory(prefix="autograde-restructured-") as root:
+        root = Path(root)
+        for turn, lesson in enumerate(LESSONS):
+            nb = restructured(small(release_with(lesson, solutions(lesson)), SMALL[lesson]), turn)
+            folder = root / "submissions" / "restructured" / lesson
+            folder.mkdir(parents=True)
+            nbformat.write(nb, folder / f"{lesson}.ipynb")
+        run = subprocess.run([sys.executable, "-m", "autograde", "--submissions", str(root / "submissions"),
+                              "--out", str(root / "out"), "--jobs", str(os.cpu_count())],
+                             cwd=ROOT, capture_output=True, text=True, timeout=3600)
+        assert run.returncode == 0, run.stderr[-3000:]
+        with open(root / "out" / "grades.csv", newline="") as f:
+            return {r["assignment"]: r for r in csv.DictReader(f)}
+
+
+background.offer("graded_restructured", _grade_restructured)
+
+
 @pytest.fixture(scope="module")
 def graded_restructured():
-    """grades.csv's rows of one batch: each lesson's perfect answers, small parameters, restructured."""
     require_sandbox()
-    import nbformat
-    root = Path(tempfile.mkdtemp(prefix="autograde-restructured-"))
-    for turn, lesson in enumerate(LESSONS):
-        nb = restructured(small(release_with(lesson, solutions(lesson)), SMALL[lesson]), turn)
-        folder = root / "submissions" / "restructured" / lesson
-        folder.mkdir(parents=True)
-        nbformat.write(nb, folder / f"{lesson}.ipynb")
-    run = subprocess.run([sys.executable, "-m", "autograde", "--submissions", str(root / "submissions"),
-                          "--out", str(root / "out"), "--jobs", str(os.cpu_count())],
-                         cwd=ROOT, capture_output=True, text=True, timeout=3600)
-    assert run.returncode == 0, run.stderr[-3000:]
-    with open(root / "out" / "grades.csv", newline="") as f:
-        yield {r["assignment"]: r for r in csv.DictReader(f)}
-    shutil.rmtree(root, ignore_errors=True)
+    return background.result("graded_restructured")
 
 
 @pytest.mark.parametrize("lesson", LESSONS)

@@ -11,11 +11,15 @@ import html
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
+import background
 from autograde_toy import require_sandbox
 from course import i18n
 from course.paths import NOTEBOOKS, ROOT
@@ -82,10 +86,9 @@ def in_language(lang, english, values):
         language.use_language(previous)
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    require_sandbox()
-    root = tmp_path_factory.mktemp("i18n-grading")
+def _grade_languages():
+    """(OUT, grades.csv's rows) of one batch of the class in the module docstring."""
+    root = Path(tempfile.mkdtemp(prefix="i18n-grading-"))
     for lesson in MISTAKES:
         for lang in LANGUAGES:
             for kind in ("perfect", "wrong"):
@@ -97,18 +100,29 @@ def graded(tmp_path_factory):
                          cwd=ROOT, capture_output=True, text=True, timeout=1800)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
     with open(root / "out" / "grades.csv", newline="") as f:
-        return root / "out", {(r["student_id"], r["assignment"]): r for r in csv.DictReader(f)}
+        return root, {(r["student_id"], r["assignment"]): r for r in csv.DictReader(f)}
 
 
-def test_each_submission_is_graded_as_its_notebooks_language(graded):
-    _, rows = graded
+background.offer("graded_languages", _grade_languages)
+
+
+@pytest.fixture(scope="module")
+def graded_languages():
+    require_sandbox()
+    root, rows = background.result("graded_languages")
+    yield root / "out", rows
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_each_submission_is_graded_as_its_notebooks_language(graded_languages):
+    _, rows = graded_languages
     assert sorted(rows) == sorted((f"{kind}-{lang}", i18n.assignment(lesson, lang)) for lesson in MISTAKES
                                   for lang in LANGUAGES for kind in ("perfect", "wrong"))
 
 
 @pytest.mark.parametrize("lesson", MISTAKES)
-def test_every_language_gets_the_english_scores(graded, lesson):
-    _, rows = graded
+def test_every_language_gets_the_english_scores(graded_languages, lesson):
+    _, rows = graded_languages
     for kind in ("perfect", "wrong"):
         english = rows[(f"{kind}-en", lesson)]
         for lang in i18n.LANGUAGES:
@@ -120,8 +134,8 @@ def test_every_language_gets_the_english_scores(graded, lesson):
 
 @pytest.mark.parametrize("lang", LANGUAGES)
 @pytest.mark.parametrize("lesson", MISTAKES)
-def test_the_failure_message_is_in_the_submissions_language(graded, lesson, lang):
-    out, _ = graded
+def test_the_failure_message_is_in_the_submissions_language(graded_languages, lesson, lang):
+    out, _ = graded_languages
     *_, test_cell, english, values = MISTAKES[lesson]
     expected = in_language(lang, english, values)
     if lang != "en":
@@ -136,8 +150,8 @@ def test_the_failure_message_is_in_the_submissions_language(graded, lesson, lang
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
-def test_no_hidden_test_in_any_languages_feedback(graded, lang):
-    out, _ = graded
+def test_no_hidden_test_in_any_languages_feedback(graded_languages, lang):
+    out, _ = graded_languages
     for lesson in MISTAKES:
         secret = hidden_lines(lesson)
         assert secret
@@ -148,8 +162,8 @@ def test_no_hidden_test_in_any_languages_feedback(graded, lang):
             assert not leaked, f"{kind}-{lang} {lesson}: {leaked}"
 
 
-def test_the_class_report_shows_each_lesson_across_languages(graded):
-    out, _ = graded
+def test_the_class_report_shows_each_lesson_across_languages(graded_languages):
+    out, _ = graded_languages
     report = (out / "report.md").read_text()
     for lesson in MISTAKES:
         assert f"## {lesson} across languages" in report
