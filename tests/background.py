@@ -19,6 +19,11 @@ def offer(fixture, function):
     _offers.setdefault(fixture, function)
 
 
+def offered():
+    """The names of the fixtures whose job is offered."""
+    return set(_offers)
+
+
 def start_offered(items):
     """Queue the offered jobs whose fixture one of `items` (the collected tests) uses."""
     used = {name for item in items for name in getattr(item, "fixturenames", ())}

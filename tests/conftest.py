@@ -47,6 +47,14 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if item.module.__name__ in SLOW_MODULES or item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
+    # The modules that read a background job or a lesson run go last (whole modules, so that their
+    # module-scoped fixtures are set up once): the jobs run beside the other tests meanwhile.
+    late = {item.module for item in items if reads_background(item)}
+    items.sort(key=lambda item: item.module in late)
+
+
+def reads_background(item):
+    return bool(background.offered() & set(item.fixturenames)) or item.originalname in USES_LESSON_RUNS
 
 
 def pytest_collection_finish(session):
