@@ -67,7 +67,7 @@ def run(out, figures=tuple(FIGURES), tiny=False, repeats=None, jobs=None, thread
 
 def _run(out, figures, tiny, repeats, jobs):
     import os
-    out = Path(out)
+    out = Path(out).resolve()  # the graders and nbgrader run in other folders
     out.mkdir(parents=True, exist_ok=True)
     setting = dict(TINY if tiny else FULL)
     setting["repeats"] = repeats or setting["repeats"]
