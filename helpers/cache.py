@@ -2,6 +2,7 @@
 
 A module of its own, without torch: the grader finds the cache without paying for torch's import.
 """
+import fcntl
 import os
 import shutil
 import tempfile
@@ -20,21 +21,24 @@ def cache_dir():
 def build_once(folder, build):
     """Run `build(tmp)` into a temporary folder, then rename it into place.
 
-    The rename is atomic, so parallel processes (tests, graders) never see half a folder.
+    The rename is atomic, so parallel processes (tests, graders, lessons side by side) never see
+    half a folder; and a lock beside it makes them wait for the one that builds, instead of each
+    building it again (the model's pre-training takes minutes).
     """
     if folder.is_dir():
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}-"))
-    try:
-        build(tmp)
-        _open_like_new_files(tmp)
-        tmp.rename(folder)
-    except OSError:
-        if not folder.is_dir():  # lost a race only if another process finished first
-            raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    with open(folder.parent / f".{folder.name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if folder.is_dir():  # built by the process we waited for
+            return folder
+        tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}-"))
+        try:
+            build(tmp)
+            _open_like_new_files(tmp)
+            tmp.rename(folder)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     return folder
 
 

@@ -1,4 +1,7 @@
 """The offline default model and tokenizer, and the hub code path through local folders."""
+import multiprocessing
+import time
+
 import pytest
 import torch
 
@@ -71,3 +74,28 @@ def test_a_built_cache_is_as_open_as_any_new_folder_and_file(tmp_path):
     folder_mode, file_mode = ((tmp_path / "plain").stat().st_mode, (tmp_path / "plain" / "file").stat().st_mode)
     assert built.stat().st_mode == (built / "sub").stat().st_mode == folder_mode
     assert (built / "sub" / "model.safetensors").stat().st_mode == file_mode
+
+
+def _build_slowly(folder, log):
+    from helpers.cache import build_once
+
+    def build(tmp):
+        with open(log, "a") as f:
+            f.write("built\n")
+        time.sleep(1)
+        (tmp / "done").write_text("")
+
+    build_once(folder, build)
+
+
+def test_processes_that_need_the_cache_at_once_build_it_once(tmp_path):
+    """Lessons side by side, graders and tests wait for the one that builds (minutes for the model)."""
+    context = multiprocessing.get_context("spawn")
+    folder, log = tmp_path / "cache" / "model", tmp_path / "log"
+    processes = [context.Process(target=_build_slowly, args=(folder, log)) for _ in range(3)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(60)
+    assert [process.exitcode for process in processes] == [0, 0, 0]
+    assert log.read_text() == "built\n" and (folder / "done").exists()
