@@ -11,7 +11,7 @@ import concurrent.futures
 
 _queue = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="background")
 _offers = {}   # fixture name -> the job's function
-_jobs = {}     # name -> Future
+_jobs = {}     # fixture name -> Future of its job
 
 
 def offer(fixture, function):
@@ -33,7 +33,7 @@ def start_offered(items):
 
 
 def result(fixture):
-    """The job's return value (its exception, if it raised), waiting for it if it runs."""
+    """The job's return value, waiting for it if it runs (raises what the job raised)."""
     return _start(fixture).result()
 
 
