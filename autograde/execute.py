@@ -225,19 +225,27 @@ def trusted_setup(db_url, assignment, notebook, release_path):
     """For each test cell: the import and def/class statements of the instructor's locked cells up
     to it, in release order, with their source from the gradebook (never from the submission)."""
     import nbformat
-    setup, statements = {}, []
     with Gradebook(db_url) as gb:
         nb = gb.find_notebook(notebook, assignment)
         sources = {c.name: c for c in nb.source_cells}
         grade_ids = {c.name for c in nb.grade_cells}
         solution_ids = {c.name for c in nb.solution_cells}
+    locked = []
     for released in nbformat.read(release_path, as_version=4).cells:
         cell = sources.get(released.metadata.get("nbgrader", {}).get("grade_id"))
-        if cell is None or cell.cell_type != "code" or cell.name in solution_ids or not cell.locked:
-            continue
-        if cell.name in grade_ids:
-            setup[cell.name] = "\n".join(statements)
-        statements.extend(definitions(cell.source))
+        if cell is not None and cell.cell_type == "code" and cell.name not in solution_ids and cell.locked:
+            locked.append((cell.name, cell.source))
+    return setups_before(locked, grade_ids)
+
+
+def setups_before(locked_cells, grade_ids):
+    """{test cell: the import and def/class statements of the cells before it} for `locked_cells`,
+    the (grade id, source) of the locked code cells in order; the test cells are `grade_ids`."""
+    setup, statements = {}, []
+    for name, source in locked_cells:
+        if name in grade_ids:
+            setup[name] = "\n".join(statements)
+        statements.extend(definitions(source))
     return setup
 
 

@@ -4,7 +4,7 @@ check_lesson runs in a worker process of its own (one per lesson, side by side):
 notebook with small parameters, every cell, in a fresh kernel; then, for each mistake, the
 mistaken answer, each test cell that must catch it, the right answer again, and the same test cells
 once more. A test cell runs as the grader runs it: after the instructor's imports and definitions
-from the locked cells above it (autograde.execute.definitions, what the guard re-runs), with its
+from the locked cells above it (autograde.execute.setups_before, what the guard re-runs), with its
 hidden tests (the solution notebook has them).
 """
 import re
@@ -15,9 +15,10 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 from nbformat.v4 import new_code_cell
 
-from autograde.execute import definitions
+from autograde.execute import setups_before
 from course.paths import SOLUTIONS
 from course.run import kernel_config
+from lesson_runs import grade_id
 
 
 def small(nb, values):
@@ -29,21 +30,11 @@ def small(nb, values):
     return nb
 
 
-def grade_id(cell):
-    return cell.metadata.get("nbgrader", {}).get("grade_id")
-
-
 def trusted_setups(nb):
-    """{test cell: the import and def/class statements of the locked cells above it}."""
-    setups, statements = {}, []
-    for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if cell.cell_type != "code" or meta.get("solution") or not meta.get("locked"):
-            continue
-        if meta.get("grade"):
-            setups[meta["grade_id"]] = "\n".join(statements)
-        statements.extend(definitions(cell.source))
-    return setups
+    """{test cell: what the guard runs before it} (autograde.execute.trusted_setup, from the notebook)."""
+    cells = [(grade_id(c), c.source) for c in nb.cells if c.cell_type == "code"
+             and c.metadata.get("nbgrader", {}).get("locked") and not c.metadata["nbgrader"].get("solution")]
+    return setups_before(cells, {grade_id(c) for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")})
 
 
 def check_lesson(lesson, small_values, mistakes):
