@@ -472,8 +472,11 @@ def rows(checked_mistakes, lesson):
 
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_every_mistake_fails_the_test_cells_that_must_catch_it(checked_mistakes, lesson):
-    missed = [f"{exercise}: {name}: {cell} passed" for exercise, name, cell, failed, _
-              in rows(checked_mistakes, lesson) if not failed]
+    found = rows(checked_mistakes, lesson)
+    expected = {(exercise, mistake[0], cell) for exercise in MISTAKES if exercise.startswith(f"l{int(lesson[:2])}-")
+                for mistake in MISTAKES[exercise] for cell in catchers(exercise, mistake)}
+    assert {row[:3] for row in found} == expected, "every mistake of the lesson, each of its test cells, was tried"
+    missed = [f"{exercise}: {name}: {cell} passed" for exercise, name, cell, failed, _ in found if not failed]
     assert not missed, "mistakes that their test cells let through:\n" + "\n".join(missed)
 
 
