@@ -54,9 +54,25 @@ class Batch:
 
 @dataclass(frozen=True)
 class Slot:
-    """One of the --jobs places where a submission is graded: its kernel's folder and uid."""
+    """One of the --jobs places where a submission is graded: its kernels' scratch folder and
+    sandbox, and the zygote that forks them (None without a sandbox)."""
     scratch: Path
-    uid: int | None
+    spec: sandbox.SandboxSpec | None
+    zygote: subprocess.Popen | None
+
+
+def _slot(batch, folder, uid):
+    folder.mkdir(mode=0o711)
+    scratch = folder / "home"
+    if not batch.options.sandbox:
+        return Slot(scratch, None, None)
+    options = batch.options
+    spec = sandbox.SandboxSpec(
+        scratch=str(scratch), env=batch.kernel_env, read_only=tuple(_exposed(batch.kernel_env)),
+        hide=batch.hidden, uid=uid, zygote=str(folder.with_suffix(".sock")),
+        limits=sandbox.KernelLimits(memory_bytes=options.memory_mb * 1024 ** 2,
+                                    cpu_seconds=int(options.timeout * 4 + 60)))
+    return Slot(scratch, spec, sandbox.start_zygote(spec, options.preload))
 
 
 class Stop:
@@ -169,8 +185,14 @@ def _run(options, source, out, assignments, work, uids, stop, started):
         env = _kernel_env(source, kernels_dir, options)
         batch = Batch(options, assignments, out, template, env,
                       tuple(_hidden_paths(source, out, options.submissions, jobs_dir)))
-        slots = [Slot(kernels_dir / f"kernel{n}", uid) for n, uid in enumerate(uids)]
-        _grade(batch, to_grade, record, fingerprints, slots, jobs_dir, stop)
+        slots = [_slot(batch, kernels_dir / f"slot{n}", uid) for n, uid in enumerate(uids)]
+        try:
+            _grade(batch, to_grade, record, fingerprints, slots, jobs_dir, stop)
+        finally:
+            for slot in slots:
+                if slot.zygote:
+                    slot.zygote.kill()
+                    slot.zygote.wait()
     rows = record.rows()
     report_path = class_report.write(out)
     _give_to_sudo_user(out)
@@ -292,17 +314,11 @@ def _job(batch, submission, job_dir, slot):
     for item in (out / "release" / submission.assignment).iterdir():
         if item.suffix != ".ipynb" and item.is_file():
             shutil.copy(item, scratch / item.name)
-    spec = None
-    if options.sandbox:
-        spec = sandbox.SandboxSpec(
-            scratch=str(scratch), env=batch.kernel_env, read_only=tuple(_exposed(batch.kernel_env)),
-            hide=batch.hidden, uid=slot.uid,
-            limits=sandbox.KernelLimits(memory_bytes=options.memory_mb * 1024 ** 2,
-                                        cpu_seconds=int(options.timeout * 4 + 60)))
-        sandbox.give_to_kernel(spec, scratch, *scratch.rglob("*"))
+    if slot.spec:
+        sandbox.give_to_kernel(slot.spec, scratch, *scratch.rglob("*"))
     return Job(student=submission.student, assignment=submission.assignment,
                notebooks=tuple(batch.assignments[submission.assignment]), submission=copy, out=out,
-               work=job_dir, template_db=batch.template, scratch=scratch, sandbox=spec,
+               work=job_dir, template_db=batch.template, scratch=scratch, sandbox=slot.spec,
                kernel_env=batch.kernel_env, protected_packages=tuple(options.protected),
                preload=tuple(options.preload), parameters=options.parameters,
                limits=GradingLimits(cell_timeout=options.cell_timeout,

@@ -35,14 +35,14 @@ class SandboxKernelManager(AsyncKernelManager):
         if self.sandbox_spec is None:
             return cmd
         sandbox.give_to_kernel(self.sandbox_spec, self.connection_file)
-        return sandbox.command(self.sandbox_spec, cmd)
+        return sandbox.kernel_command(self.sandbox_spec, cmd[3:])
 
     async def _async_pre_start_kernel(self, **kw):
         if self.sandbox_spec is None:
             kw["env"] = {**os.environ, **self.kernel_env}
         cmd, kw = await super()._async_pre_start_kernel(**kw)
-        # A signal would reach bwrap, not the kernel inside it (and stop bwrap): ask the kernel
-        # to interrupt itself with a control message instead.
+        # A signal would reach the zygote's client, not the kernel (and end the client, and so
+        # the kernel): ask the kernel to interrupt itself with a control message instead.
         self.kernel_spec.interrupt_mode = "message"
         return cmd, kw
 

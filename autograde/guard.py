@@ -62,28 +62,33 @@ def _snapshot_module(module):
     return entries, classes
 
 
-def install(packages=("builtins",), preload=()):
-    """Snapshot the trusted state. Called once, before any student code runs."""
+def import_modules(names):
+    """Import `names` ("pkg.*": the package and its modules, not its subpackages)."""
     import importlib
-    from IPython import get_ipython
-
     import pkgutil
-    for name in preload:  # "pkg.*": the package and its modules (not its subpackages)
-        names = [name.removesuffix(".*")]
+    for name in names:
+        modules = [name.removesuffix(".*")]
         if name.endswith(".*"):
             try:
-                package = importlib.import_module(names[0])
-                names += [f"{names[0]}.{info.name}" for info in pkgutil.iter_modules(package.__path__)
-                          if not info.ispkg and info.name != "__main__"]
+                package = importlib.import_module(modules[0])
+                modules += [f"{modules[0]}.{info.name}" for info in pkgutil.iter_modules(package.__path__)
+                            if not info.ispkg and info.name != "__main__"]
             except Exception:
                 pass
-        for module_name in names:
+        for module_name in modules:
             try:
                 module = importlib.import_module(module_name)
                 for public in getattr(module, "__all__", ()) if name.endswith(".*") else ():
                     getattr(module, public, None)  # a lazy package (helpers) binds its names now
             except Exception:  # a missing optional module is not the guard's business
                 pass
+
+
+def install(packages=("builtins",), preload=()):
+    """Snapshot the trusted state. Called once, before any student code runs."""
+    from IPython import get_ipython
+
+    import_modules(preload)
     shell = get_ipython()
     modules = {}
     for name, module in list(sys.modules.items()):

@@ -15,14 +15,20 @@ The same command runs for every user:
 The kernel is bwrap's child in its own pid namespace, and bwrap dies with its parent (the grading
 worker): when either ends, every process of the kernel ends with it.
 """
+import dataclasses
 import fcntl
+import json
 import os
 import pwd
 import shutil
+import socket
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+
+ZYGOTE = str(Path(__file__).with_name("zygote.py"))
 
 UID_BASE = int(os.environ.get("AUTOGRADE_SANDBOX_UID_BASE", "64000"))
 SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"]
@@ -59,6 +65,7 @@ class SandboxSpec:
     read_only: tuple = ()             # folders the kernel may read (missing ones are skipped)
     hide: tuple = ()                  # folders inside read_only that the kernel sees empty
     uid: int | None = None            # as root: the uid the kernel runs as
+    zygote: str | None = None         # the socket of the slot's zygote (start_zygote)
 
 
 def bwrap():
@@ -98,8 +105,11 @@ def kernel_uids(count, search=4096):
     return held
 
 
-def command(spec, argv):
-    """bwrap's command line that runs `argv` (the kernel) isolated as `spec` says."""
+def zygote_command(spec, argv):
+    """bwrap's command line that runs `argv` (the slot's zygote, see autograde.zygote) in the
+    sandbox that `spec` describes, with the slot's folder (the scratch folder's parent) as its
+    only writable place. The zygote adds what is new for each kernel: namespaces, /proc, /tmp,
+    limits, the uid."""
     args = [bwrap(), "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try", "--die-with-parent"]
     for path in SYSTEM_DIRS:
@@ -118,20 +128,31 @@ def command(spec, argv):
     for path in spec.hide:  # secrets inside an exposed folder (e.g. OUT inside autograde/)
         if os.path.isdir(path) and any(_inside(path, exposed) for exposed in spec.read_only):
             args += ["--size", "4096", "--tmpfs", path, "--remount-ro", path]
-    for parent in reversed(Path(spec.scratch).parents[:-1]):
+    slot = str(Path(spec.scratch).parent)
+    for parent in reversed(Path(slot).parents[:-1]):
         args += ["--perms", "0755", "--dir", str(parent)]
-    args += ["--bind", spec.scratch, spec.scratch, "--chdir", spec.scratch, "--clearenv"]
+    args += ["--bind", slot, slot, "--chdir", slot, "--clearenv"]
     for name, value in _kernel_env(spec).items():
         args += ["--setenv", name, value]
-    args.append("--")
-    if os.geteuid() == 0:
-        args += ["setpriv", f"--reuid={spec.uid}", f"--regid={spec.uid}", "--clear-groups",
-                 "--inh-caps=-all", "--bounding-set=-all", "--"]
-    limits = spec.limits
-    args += ["prlimit", f"--as={limits.memory_bytes}",
-             f"--cpu={limits.cpu_seconds}:{limits.cpu_seconds + 5}",
-             f"--fsize={limits.file_bytes}", f"--nproc={limits.processes}", "--core=0", "--"]
-    return args + list(argv)
+    return args + ["--"] + list(argv)
+
+
+def start_zygote(spec, preload):
+    """Start the slot's zygote, importing `preload` once; it takes kernel requests on the socket
+    spec.zygote (a path the kernels cannot see). Returns its process (bwrap's)."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(spec.zygote)
+    listener.listen(8)
+    settings = json.dumps({**dataclasses.asdict(spec), "preload": list(preload)})
+    argv = [sys.executable, "-m", "autograde.zygote", "serve", str(listener.fileno()), settings]
+    with listener:  # the zygote holds the only other copy: with it gone, a kernel request fails
+        return subprocess.Popen(zygote_command(spec, argv), pass_fds=[listener.fileno()],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+
+
+def kernel_command(spec, ipykernel_args):
+    """The kernel manager's command: ask the slot's zygote for a kernel, wait for its end."""
+    return [sys.executable, "-I", "-S", ZYGOTE, "connect", spec.zygote, *ipykernel_args]
 
 
 def _kernel_env(spec):
@@ -156,11 +177,16 @@ def give_to_kernel(spec, *paths):
 def check_available():
     """Raise SandboxError, naming what is missing and how to get it, unless kernels can run
     isolated here: try a sandboxed `true`."""
-    with tempfile.TemporaryDirectory(prefix="autograde-probe-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="autograde-probe-") as slot:
+        scratch = os.path.join(slot, "home")
+        os.mkdir(scratch)
         spec = SandboxSpec(scratch=scratch, uid=kernel_uids(1)[0],
+                           read_only=(sys.base_prefix, sys.prefix, os.path.dirname(ZYGOTE)),
                            limits=KernelLimits(memory_bytes=2 * 1024 ** 3, cpu_seconds=10))
-        give_to_kernel(spec, scratch)
-        probe = subprocess.run(command(spec, ["true"]), capture_output=True, text=True)
+        give_to_kernel(spec, slot, scratch)
+        settings = json.dumps(dataclasses.asdict(spec))
+        probe = subprocess.run(zygote_command(spec, [sys.executable, "-I", "-S", ZYGOTE, "probe",
+                                                     settings]), capture_output=True, text=True)
     if probe.returncode == 0:
         return
     said = probe.stderr.strip()[-300:]

@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograde_corpus import CASES  # noqa: E402
+from autograde_corpus import CASES, extra_cell  # noqa: E402
 from autograde_toy import (HIDDEN_MARKERS, PERFECT, answer, require_sandbox,  # noqa: E402
                            write_source)
 
@@ -292,3 +292,60 @@ def test_feedback_regenerated_by_the_instructor_also_hides_hidden_tests(graded):
     assert run.returncode == 0, run.stderr[-2000:]
     html = page.read_text()
     assert "test_add" in html and not any(m in html for m in HIDDEN_MARKERS)
+
+
+LEAVE_TRACES = '''
+import os, subprocess, sys
+def places():
+    with open("/proc/self/mountinfo") as f:
+        mounts = [line.split()[4] for line in f]
+    home = os.path.expanduser("~")
+    return sorted({"/", "/tmp", "/dev", "/dev/shm", home, os.path.dirname(home), *mounts})
+left = []
+for place in places():
+    try:
+        with open(os.path.join(place, "trace-of-a"), "w") as f:
+            f.write("a was here")
+        left.append(place)
+    except OSError:
+        pass
+process = subprocess.Popen([sys.executable, "-c", "import time  # trace-of-a-process\\n"
+                            "while True:\\n    time.sleep(1)"], start_new_session=True)
+if process.poll() is None:
+    left.append("a process")
+print("LEFT", left)
+'''
+FIND_TRACES = LEAVE_TRACES.split("left = []")[0] + '''
+found = [p for p in places() if os.path.exists(os.path.join(p, "trace-of-a"))]
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            if b"trace-of-a-process" in f.read():
+                found.append(f"process {pid}")
+    except OSError:
+        pass
+print("FOUND", found)
+'''
+
+
+def test_a_kernel_leaves_nothing_for_the_next_one(toy, tmp_path):
+    """Two submissions graded one after the other in one slot (one zygote): the first writes
+    wherever it can and leaves a process behind; the second must find none of it (a process
+    that outlived its kernel could read the next kernel's connection file)."""
+    _, source, release = toy
+    for student, code in (("a_leaves", LEAVE_TRACES), ("b_looks", FIND_TRACES)):
+        folder = tmp_path / "subs" / student / "toy"
+        folder.mkdir(parents=True)
+        nbformat.write(extra_cell(answer(release, PERFECT), code), folder / "toy.ipynb")
+    run = autograde(tmp_path / "subs", tmp_path / "out", source, jobs=1)
+    assert run.returncode == 0, run.stderr[-3000:]
+
+    def printed(student, word):
+        nb = nbformat.read(tmp_path / "out" / "autograded" / student / "toy" / "toy.ipynb", 4)
+        text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
+                       for o in c.outputs)
+        return eval(text.split(word, 1)[1].strip().splitlines()[0])
+    left = printed("a_leaves", "LEFT")
+    # the check sees what a kernel may leave
+    assert {"/tmp", "/dev/shm", "a process"} <= set(left), left
+    assert printed("b_looks", "FOUND") == []
