@@ -49,7 +49,6 @@ class Batch:
     out: Path
     template: Path         # the gradebook with the assignments' records, copied for each job
     kernel_env: dict
-    hidden: tuple          # folders no kernel may see
 
 
 @dataclass(frozen=True)
@@ -61,15 +60,14 @@ class Slot:
     zygote: subprocess.Popen | None
 
 
-def _slot(batch, folder, uid):
+def _slot(options, env, hidden, folder, uid):
     folder.mkdir(mode=0o711)
     scratch = folder / "home"
-    if not batch.options.sandbox:
+    if not options.sandbox:
         return Slot(scratch, None, None)
-    options = batch.options
     spec = sandbox.SandboxSpec(
-        scratch=str(scratch), env=batch.kernel_env, read_only=tuple(_exposed(batch.kernel_env)),
-        hide=batch.hidden, uid=uid, zygote=str(folder.with_suffix(".sock")),
+        scratch=str(scratch), env=env, read_only=tuple(_exposed(env)), hide=hidden, uid=uid,
+        zygote=str(folder.with_suffix(".sock")),
         limits=sandbox.KernelLimits(memory_bytes=options.memory_mb * 1024 ** 2,
                                     cpu_seconds=int(options.timeout * 4 + 60)))
     return Slot(scratch, spec, sandbox.start_zygote(spec, options.preload))
@@ -103,8 +101,9 @@ class Stop:
 
 class Workers:
     """The grading workers: one process per job, forked by the forkserver. stop() kills the
-    running ones (their kernels die with them: bwrap --die-with-parent, or ipykernel's watch
-    of its parent without a sandbox) and starts no more."""
+    running ones (their kernels die with them: the zygote's client dies with its worker and the
+    kernel with the client, or, without a sandbox, ipykernel watches its parent) and starts no
+    more."""
 
     def __init__(self):
         self._context = multiprocessing.get_context("forkserver")
@@ -154,7 +153,6 @@ def run(options):
         else:
             say("WARNING: AUTOGRADE_SANDBOX=off: student code runs as you, with your files and "
                 "network, without memory limits. Only for trusted submissions.", sys.stderr)
-        prepare(source, out, assignments)
         work = Path(tempfile.mkdtemp(prefix="autograde-"))
         try:
             return _run(options, source, out, assignments, work, uids, stop, started)
@@ -170,29 +168,32 @@ def _run(options, source, out, assignments, work, uids, stop, started):
     jobs_dir, kernels_dir = work / "jobs", work / "kernels"
     jobs_dir.mkdir(mode=0o700)
     kernels_dir.mkdir(mode=0o711)
+    out.mkdir(parents=True, exist_ok=True)  # before the sandboxes, which hide it
     submissions = collect(options.submissions, assignments, jobs_dir, options.named_regexp)
     submissions = shards.select(submissions, options.shard)  # --shard K/N: this run's share
-    fingerprints = _fingerprints(submissions, assignments, out, options)
-    record = _resumed(out, fingerprints, options)
-    kept = len(record.graded)
-    to_grade = [s for s in submissions if (s.student, s.assignment) not in record.graded]
-    record.save()  # grades.csv holds what is kept, whatever happens next
-    say(f"{kept} already graded, {len(to_grade)} to grade, with {options.jobs} parallel jobs"
-        + (" (--regrade grades all again)" if kept else "") + " ...", sys.stderr)
-    if to_grade and not stop.signal:
-        template = jobs_dir / "template.db"
-        shutil.copy(out / "gradebook.db", template)
-        env = _kernel_env(source, kernels_dir, options)
-        batch = Batch(options, assignments, out, template, env,
-                      tuple(_hidden_paths(source, out, options.submissions, jobs_dir)))
-        slots = [_slot(batch, kernels_dir / f"slot{n}", uid) for n, uid in enumerate(uids)]
-        try:
+    # The kernels' zygotes import while nbgrader prepares the course (one core each).
+    env = _kernel_env(source, kernels_dir, options)
+    hidden = tuple(_hidden_paths(source, out, options.submissions, jobs_dir))
+    slots = [_slot(options, env, hidden, kernels_dir / f"slot{n}", uid)
+             for n, uid in enumerate(uids if submissions else [])]
+    try:
+        prepare(source, out, assignments)
+        fingerprints = _fingerprints(submissions, assignments, out, options)
+        record = _resumed(out, fingerprints, options)
+        kept = len(record.graded)
+        to_grade = [s for s in submissions if (s.student, s.assignment) not in record.graded]
+        record.save()  # grades.csv holds what is kept, whatever happens next
+        say(f"{kept} already graded, {len(to_grade)} to grade, with {options.jobs} parallel jobs"
+            + (" (--regrade grades all again)" if kept else "") + " ...", sys.stderr)
+        if to_grade and not stop.signal:
+            template = jobs_dir / "template.db"
+            shutil.copy(out / "gradebook.db", template)
+            batch = Batch(options, assignments, out, template, env)
             _grade(batch, to_grade, record, fingerprints, slots, jobs_dir, stop)
-        finally:
-            for slot in slots:
-                if slot.zygote:
-                    slot.zygote.kill()
-                    slot.zygote.wait()
+    finally:
+        for slot in slots:
+            if slot.zygote:
+                sandbox.stop_zygote(slot.zygote)
     rows = record.rows()
     report_path = class_report.write(out)
     _give_to_sudo_user(out)

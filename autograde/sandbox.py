@@ -1,19 +1,23 @@
-"""Process isolation for a student's kernel, made by bubblewrap (`bwrap`, Flatpak's sandbox).
+"""Process isolation for students' kernels, made by bubblewrap (`bwrap`, Flatpak's sandbox) and
+autograde.zygote.
 
-`command(spec, argv)` wraps the kernel's command line in bwrap. The kernel then runs in new pid,
-network (a private loopback only), IPC and UTS namespaces and a new mount namespace whose root
-holds only: the system folders and Python read-only, the folders in `spec.read_only` (the venv,
-the course's code, the model cache) read-only, its scratch folder (HOME and cwd) writable, and a
-private /tmp, /dev/shm, /dev and /proc. Everything else on the machine does not exist inside.
-prlimit (util-linux) sets memory, CPU seconds, file size and process limits inside the sandbox.
+Each grading slot has a zygote (`start_zygote`): a Python that imports the kernels' libraries
+once, in a bwrap sandbox (`zygote_command`) with new pid, network, IPC and UTS namespaces and a
+new mount namespace whose root holds only: the system folders and Python read-only, the folders
+in `spec.read_only` (the venv, the course's code, the model cache) read-only, the slot's folder,
+and a private /tmp, /dev/shm, /dev and /proc. Everything else on the machine does not exist
+inside. Each kernel is a fork of the zygote with namespaces of its own, its own /proc, /tmp and
+/dev/shm, everything but its scratch folder (HOME and cwd) read-only, limits on memory, CPU
+seconds, file size and processes, and no capabilities (see autograde.zygote).
 
-The same command runs for every user:
-- not root: bwrap builds the sandbox in an unprivileged user namespace; the kernel runs as you
-  outside, and can reach nothing of yours but what is listed above;
-- root: bwrap builds the same sandbox with root's rights (no user namespace), and setpriv
-  (util-linux) drops the kernel to `spec.uid`, a uid without an account and without capabilities.
-The kernel is bwrap's child in its own pid namespace, and bwrap dies with its parent (the grading
-worker): when either ends, every process of the kernel ends with it.
+The same sandbox is made for every user:
+- not root: bwrap builds it in an unprivileged user namespace, and each kernel in a user
+  namespace of its own; the kernel runs as you outside, and can reach nothing of yours but what is
+  listed above;
+- root: bwrap builds it with root's rights (no user namespace), and each kernel drops to
+  `spec.uid`, a uid without an account and without capabilities.
+The zygote dies with the grader (bwrap --die-with-parent), a kernel with the zygote's client that
+asked for it, which dies with its grading worker: when one ends, every process of the kernel ends.
 """
 import dataclasses
 import fcntl
@@ -139,7 +143,7 @@ def zygote_command(spec, argv):
 
 def start_zygote(spec, preload):
     """Start the slot's zygote, importing `preload` once; it takes kernel requests on the socket
-    spec.zygote (a path the kernels cannot see). Returns its process (bwrap's)."""
+    spec.zygote (a path the kernels cannot see). Returns its process (bwrap's): stop_zygote."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(spec.zygote)
     listener.listen(8)
@@ -147,7 +151,18 @@ def start_zygote(spec, preload):
     argv = [sys.executable, "-m", "autograde.zygote", "serve", str(listener.fileno()), settings]
     with listener:  # the zygote holds the only other copy: with it gone, a kernel request fails
         return subprocess.Popen(zygote_command(spec, argv), pass_fds=[listener.fileno()],
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+
+
+def stop_zygote(process):
+    """Stop a zygote (it ends when its stdin closes), so that every process of its sandbox is
+    waited for and counted in the grader's CPU time."""
+    process.stdin.close()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def kernel_command(spec, ipykernel_args):

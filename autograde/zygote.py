@@ -92,7 +92,7 @@ def serve(listener_fd, spec):
     import_modules(spec["preload"])
     import ipykernel.kernelapp  # noqa: F401  (and IPython, zmq, tornado)
     listener = socket.socket(fileno=listener_fd)
-    while True:
+    while _next_request(listener):
         conn, _ = listener.accept()
         try:
             message, fds, _, _ = socket.recv_fds(conn, 1 << 16, 3)
@@ -111,6 +111,15 @@ def serve(listener_fd, spec):
         except OSError:
             pass
         conn.close()
+
+
+def _next_request(listener):
+    """Wait for a kernel request: True, or False when the grader closed our stdin (its stop)."""
+    import selectors
+    with selectors.DefaultSelector() as selector:
+        selector.register(listener, selectors.EVENT_READ)
+        selector.register(sys.stdin, selectors.EVENT_READ)
+        return all(key.fileobj is listener for key, _ in selector.select())
 
 
 def _wait(child, conn):
