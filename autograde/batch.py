@@ -168,8 +168,10 @@ def _run(options, source, out, assignments, work, uids, stop, started):
     jobs_dir, kernels_dir = work / "jobs", work / "kernels"
     jobs_dir.mkdir(mode=0o700)
     kernels_dir.mkdir(mode=0o711)
-    out.mkdir(parents=True, exist_ok=True)  # before the sandboxes, which hide it
+    out.mkdir(mode=0o700, parents=True, exist_ok=True)  # before the sandboxes, which hide it
     submissions = collect(options.submissions, assignments, jobs_dir, options.named_regexp)
+    # What the class submitted (every shard computes the same), or, for an empty class, all
+    submitted = {s.assignment for s in submissions} or set(assignments)
     submissions = shards.select(submissions, options.shard)  # --shard K/N: this run's share
     # The kernels' zygotes import while nbgrader prepares the course (one core each).
     env = _kernel_env(source, kernels_dir, options)
@@ -177,7 +179,7 @@ def _run(options, source, out, assignments, work, uids, stop, started):
     slots = [_slot(options, env, hidden, kernels_dir / f"slot{n}", uid)
              for n, uid in enumerate(uids if submissions else [])]
     try:
-        prepare(source, out, assignments)
+        prepare(source, out, [name for name in assignments if name in submitted])
         fingerprints = _fingerprints(submissions, assignments, out, options)
         record = _resumed(out, fingerprints, options)
         kept = len(record.graded)

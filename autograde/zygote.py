@@ -41,8 +41,8 @@ PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 SIOCSIFFLAGS, IFF_UP, IFF_LOOPBACK, IFF_RUNNING = 0x8914, 0x1, 0x8, 0x40
 CAPABILITY_VERSION_3 = 0x20080522
 TMPFS_BYTES = 512 * 1024 ** 2
-# statvfs's ST_* flags that a (locked) mount must keep when it is remounted read-only
-KEPT_FLAGS = MS_NOSUID | MS_NODEV | MS_NOEXEC | 1024 | 2048 | 4096  # NOATIME, NODIRATIME, RELATIME
+MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
+ST_RELATIME = 4096  # statvfs's flag; its other flags have the values of the MS_* above
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -94,10 +94,10 @@ def serve(listener_fd, spec):
     listener = socket.socket(fileno=listener_fd)
     while _next_request(listener):
         conn, _ = listener.accept()
-        try:
-            message, fds, _, _ = socket.recv_fds(conn, 1 << 16, 3)
-            argv = json.loads(message)
-        except (OSError, ValueError):
+        argv, fds = _request(conn)
+        if argv is None:
+            for fd in fds:
+                os.close(fd)
             conn.close()
             continue
         child = os.fork()
@@ -111,6 +111,18 @@ def serve(listener_fd, spec):
         except OSError:
             pass
         conn.close()
+
+
+def _request(conn):
+    """(ipykernel's arguments, the client's stdin, stdout and stderr); None: not a request."""
+    try:
+        message, fds, _, _ = socket.recv_fds(conn, 1 << 16, 3)
+    except OSError:
+        return None, []
+    try:
+        return json.loads(message), fds
+    except ValueError:
+        return None, fds
 
 
 def _next_request(listener):
@@ -129,12 +141,8 @@ def _wait(child, conn):
     with selectors.DefaultSelector() as selector:
         selector.register(pidfd, selectors.EVENT_READ)
         selector.register(conn, selectors.EVENT_READ)
-        ended = False
-        while not ended:
-            for key, _ in selector.select():
-                if key.fileobj is conn:
-                    os.kill(child, signal.SIGKILL)  # the client says nothing: it went away
-                ended = True
+        if any(key.fileobj is conn for key, _ in selector.select()):
+            os.kill(child, signal.SIGKILL)  # the client says nothing: it went away
     os.close(pidfd)
     _, status = os.waitpid(child, 0)
     return os.waitstatus_to_exitcode(status)
@@ -177,9 +185,9 @@ def _isolate(spec):
     scratch = spec["scratch"]
     _mount(scratch, scratch, None, MS_BIND)  # its own mount: it stays writable
     for target in _mount_points():  # read-only: what the zygote's sandbox left writable
-        flags = os.statvfs(target).f_flag
+        flags = _mount_flags(target)
         if not flags & MS_RDONLY and target != scratch and not target.startswith("/proc"):
-            _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | (flags & KEPT_FLAGS))
+            _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags)
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     for target in ("/tmp", "/dev/shm"):
         _fresh_tmpfs(target)
@@ -199,7 +207,7 @@ def _fresh_tmpfs(target):
     """A new, empty tmpfs at `target`, with the mounts that were below it (the grader's folders
     may lie in /tmp: the slot's, the venv's in CI) bound again at the same paths."""
     below = [path for path in _mount_points() if path.startswith(target + "/")]
-    kept = [(path, os.open(path, os.O_PATH), os.statvfs(path).f_flag) for path in below]
+    kept = [(path, os.open(path, os.O_PATH), _mount_flags(path)) for path in below]
     _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, f"size={TMPFS_BYTES},mode=1777")
     for path, fd, flags in kept:
         if os.path.isdir(f"/proc/self/fd/{fd}"):
@@ -208,8 +216,16 @@ def _fresh_tmpfs(target):
             os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
             open(path, "a").close()
         _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND)
-        _mount(None, path, None, MS_REMOUNT | MS_BIND | (flags & (MS_RDONLY | KEPT_FLAGS)))
+        _mount(None, path, None, MS_REMOUNT | MS_BIND | flags)
         os.close(fd)
+
+
+def _mount_flags(path):
+    """The flags of the mount at `path`, as a remount must repeat them (a mount that a user
+    namespace locked cannot lose one)."""
+    flags = os.statvfs(path).f_flag
+    kept = flags & (MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_NODIRATIME)
+    return kept | (MS_RELATIME if flags & ST_RELATIME else 0)
 
 
 def _mount_points():
