@@ -36,7 +36,7 @@ CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
 MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
-PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 SIOCSIFFLAGS, IFF_UP, IFF_LOOPBACK, IFF_RUNNING = 0x8914, 0x1, 0x8, 0x40
 CAPABILITY_VERSION_3 = 0x20080522
@@ -256,6 +256,9 @@ def _drop_privileges(uid):
     data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: none, twice (64 bits)
     _check(_libc.capset(header, data), "capset")
     _prctl(PR_SET_NO_NEW_PRIVS, 1)
+    # A change of uid makes a process undumpable (its /proc/self root's); an exec, as setpriv's
+    # was, would make it dumpable again: the kernel may read its own /proc/self/fd.
+    _prctl(PR_SET_DUMPABLE, 1)
 
 
 def _start_kernel(spec, argv):

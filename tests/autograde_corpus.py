@@ -97,6 +97,12 @@ def root():
         return
     raise PermissionError("not root")
 attempt("run_as_root", root)
+def capabilities():  # in its own user namespace a kernel could otherwise remount what it sees
+    with open("/proc/self/status") as status:
+        effective = [line.split()[1] for line in status if line.startswith("CapEff")][0]
+    if int(effective, 16) == 0:
+        raise PermissionError("no capabilities")
+attempt("capabilities", capabilities)
 print("REACH", sorted(results.items()))
 '''
 

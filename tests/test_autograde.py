@@ -125,7 +125,7 @@ def test_student_code_cannot_reach_outside_its_sandbox(graded):
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert "REACH" in text
     attempts = dict(eval(text.split("REACH", 1)[1].strip().splitlines()[0]))
-    assert len(attempts) == 11 and set(attempts.values()) == {"DENIED"}, attempts
+    assert len(attempts) == 12 and set(attempts.values()) == {"DENIED"}, attempts
 
 
 def test_feedback_never_shows_hidden_tests(graded):
