@@ -51,7 +51,7 @@ class Batch:
     kernel_env: dict
 
 
-@dataclass(frozen=True)
+@dataclass
 class Slot:
     """One of the --jobs places where a submission is graded: its kernels' scratch folder and
     sandbox, and the zygote that forks them (None without a sandbox)."""
@@ -71,6 +71,14 @@ def _slot(options, env, hidden, folder, uid):
         limits=sandbox.KernelLimits(memory_bytes=options.memory_mb * 1024 ** 2,
                                     cpu_seconds=int(options.timeout * 4 + 60)))
     return Slot(scratch, spec, sandbox.start_zygote(spec, options.preload))
+
+
+def _restart_if_dead(slot, options):
+    """A zygote that died (out of memory) would fail every kernel of its slot: start another."""
+    if slot.zygote and slot.zygote.poll() is not None:
+        say(f"the kernels' zygote of {slot.scratch.parent.name} ended (status "
+            f"{slot.zygote.returncode}): starting another", sys.stderr)
+        slot.zygote = sandbox.start_zygote(slot.spec, options.preload)
 
 
 class Stop:
@@ -227,6 +235,7 @@ def _grade(batch, submissions, record, fingerprints, slots, jobs_dir, stop):
         try:
             if workers.stopped:
                 return None
+            _restart_if_dead(slot, batch.options)
             return _grade_one(workers, _job(batch, submission, jobs_dir / f"job{index}", slot))
         finally:
             seconds[(submission.student, submission.assignment)] = time.monotonic() - begun

@@ -115,7 +115,7 @@ def zygote_command(spec, argv):
     only writable place. The zygote adds what is new for each kernel: namespaces, /proc, /tmp,
     limits, the uid."""
     args = [bwrap(), "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-            "--unshare-cgroup-try", "--die-with-parent"]
+            "--unshare-cgroup-try", "--die-with-parent", "--new-session"]
     for path in SYSTEM_DIRS:
         if os.path.islink(path):
             args += ["--symlink", os.readlink(path), path]
@@ -144,14 +144,20 @@ def zygote_command(spec, argv):
 def start_zygote(spec, preload):
     """Start the slot's zygote, importing `preload` once; it takes kernel requests on the socket
     spec.zygote (a path the kernels cannot see). Returns its process (bwrap's): stop_zygote."""
+    if os.path.exists(spec.zygote):  # a zygote that died before
+        os.unlink(spec.zygote)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(spec.zygote)
+    os.chmod(spec.zygote, 0o600)  # before listen(): only the grader may ask for kernels
     listener.listen(8)
     settings = json.dumps({**dataclasses.asdict(spec), "preload": list(preload)})
     argv = [sys.executable, "-m", "autograde.zygote", "serve", str(listener.fileno()), settings]
     with listener:  # the zygote holds the only other copy: with it gone, a kernel request fails
+        # its own session: no controlling terminal, and a Ctrl-C meant for the grader never
+        # reaches it or its kernels
         return subprocess.Popen(zygote_command(spec, argv), pass_fds=[listener.fileno()],
-                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                start_new_session=True)
 
 
 def stop_zygote(process):

@@ -28,6 +28,7 @@ import ctypes
 import json
 import os
 import resource
+import select
 import signal
 import socket
 import sys
@@ -100,17 +101,27 @@ def serve(listener_fd, spec):
                 os.close(fd)
             conn.close()
             continue
-        child = os.fork()
-        if child == 0:
-            _kernel_process(spec, argv, fds, _start_kernel)
-        for fd in fds:
-            os.close(fd)
-        status = _wait(child, conn)
+        try:
+            status = _serve_one(spec, argv, fds, conn)
+        except OSError as error:  # fork failed (out of memory, processes): this request fails
+            print(f"autograde zygote: no kernel: {error}", file=sys.stderr, flush=True)
+            status = 1
         try:
             conn.sendall(str(status).encode())
         except OSError:
             pass
         conn.close()
+
+
+def _serve_one(spec, argv, fds, conn):
+    try:
+        child = os.fork()
+        if child == 0:
+            _kernel_process(spec, argv, fds, _start_kernel)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    return _wait(child, conn)
 
 
 def _request(conn):
@@ -165,11 +176,20 @@ def _kernel_process(spec, argv, fds, start):
                                ("gid_map", f"{gid} {gid} 1")):
                 with open(f"/proc/self/{name}", "w") as f:
                     f.write(text)
+        parent_alive, parent_holds = os.pipe()  # readable (end of file) once the parent died
         kernel = os.fork()
         if kernel == 0:
+            os.close(parent_holds)
             _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
             _isolate(spec)
+            # As root the change of uid cleared the death signal: set it again, and end here if
+            # the parent died before (a kernel must never outlive its grading)
+            _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            if select.select([parent_alive], [], [], 0)[0]:
+                os._exit(1)
+            os.close(parent_alive)
             start(spec, argv)
+        os.close(parent_alive)
         _, status = os.waitpid(kernel, 0)
         os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
     except BaseException:
@@ -207,6 +227,7 @@ def _fresh_tmpfs(target):
     """A new, empty tmpfs at `target`, with the mounts that were below it (the grader's folders
     may lie in /tmp: the slot's, the venv's in CI) bound again at the same paths."""
     below = [path for path in _mount_points() if path.startswith(target + "/")]
+    below = [path for path in below if not any(path.startswith(other + "/") for other in below)]
     kept = [(path, os.open(path, os.O_PATH), _mount_flags(path)) for path in below]
     _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, f"size={TMPFS_BYTES},mode=1777")
     for path, fd, flags in kept:
@@ -215,7 +236,7 @@ def _fresh_tmpfs(target):
         else:
             os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
             open(path, "a").close()
-        _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND)
+        _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)  # with the mounts below it
         _mount(None, path, None, MS_REMOUNT | MS_BIND | flags)
         os.close(fd)
 
@@ -229,9 +250,12 @@ def _mount_flags(path):
 
 
 def _mount_points():
-    with open("/proc/self/mountinfo") as f:
-        points = [line.split()[4].encode().decode("unicode_escape") for line in f]
-    return list(dict.fromkeys(points))
+    """Every mount point, in the order they were mounted (mountinfo escapes " \\t\\n\\\\" as \\ooo)."""
+    import re
+    with open("/proc/self/mountinfo", "rb") as f:
+        points = [re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m[1], 8)]), line.split()[4])
+                  for line in f]
+    return list(dict.fromkeys(os.fsdecode(point) for point in points))
 
 
 def _loopback_up():

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 from html import unescape
 from pathlib import Path
@@ -328,17 +329,43 @@ print("FOUND", found)
 '''
 
 
+IGNORES_INTERRUPTS = ("import time\nwhile True:\n    try:\n        time.sleep(100)\n"
+                      "    except KeyboardInterrupt:\n        pass")
+
+
+def survivors():
+    """Processes on this machine that a's kernel started (seen from outside every sandbox)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if b"trace-of-a-process" in cmdline.read_bytes():
+                found.append(cmdline.parent.name)
+        except OSError:  # ended meanwhile
+            pass
+    return found
+
+
 def test_a_kernel_leaves_nothing_for_the_next_one(toy, tmp_path):
     """Two submissions graded one after the other in one slot (one zygote): the first writes
-    wherever it can and leaves a process behind; the second must find none of it (a process
-    that outlived its kernel could read the next kernel's connection file)."""
+    wherever it can, leaves a process behind and ignores the grader's interrupt (so its kernel
+    is killed); the second must find none of it, and that process must be gone while the second
+    is graded (a process that outlived its kernel could read the next kernel's connection file)."""
     _, source, release = toy
-    for student, code in (("a_leaves", LEAVE_TRACES), ("b_looks", FIND_TRACES)):
+    left_behind = extra_cell(extra_cell(answer(release, PERFECT), IGNORES_INTERRUPTS), LEAVE_TRACES)
+    looking = extra_cell(extra_cell(answer(release, PERFECT), "import time\ntime.sleep(3)"),
+                         FIND_TRACES)
+    for student, nb in (("a_leaves", left_behind), ("b_looks", looking)):
         folder = tmp_path / "subs" / student / "toy"
         folder.mkdir(parents=True)
-        nbformat.write(extra_cell(answer(release, PERFECT), code), folder / "toy.ipynb")
-    run = autograde(tmp_path / "subs", tmp_path / "out", source, jobs=1)
-    assert run.returncode == 0, run.stderr[-3000:]
+        nbformat.write(nb, folder / "toy.ipynb")
+    run = subprocess.Popen(grader(tmp_path / "subs", tmp_path / "out", source, jobs=1), cwd=REPO,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    while "a_leaves/toy" not in (line := run.stderr.readline()) and line:
+        pass
+    time.sleep(1)
+    alive = survivors()  # b is being graded: sleeping 3 s
+    run.stderr.read()
+    assert run.wait(timeout=600) == 0
 
     def printed(student, word):
         nb = nbformat.read(tmp_path / "out" / "autograded" / student / "toy" / "toy.ipynb", 4)
@@ -348,4 +375,6 @@ def test_a_kernel_leaves_nothing_for_the_next_one(toy, tmp_path):
     left = printed("a_leaves", "LEFT")
     # the check sees what a kernel may leave
     assert {"/tmp", "/dev/shm", "a process"} <= set(left), left
+    assert table(tmp_path / "out")[("a_leaves", "toy")]["status"] == "timeout"
     assert printed("b_looks", "FOUND") == []
+    assert alive == [], "a process of a's kernel outlived it"
