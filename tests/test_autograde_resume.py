@@ -16,7 +16,7 @@ import nbformat
 import pytest
 
 from autograde_toy import PERFECT, answer, released_toy, write_class, write_source  # noqa: E402
-from test_autograde import REPO, autograde, grader  # noqa: E402
+from test_autograde import REPO, autograde, grader, processes_naming  # noqa: E402
 
 pytestmark = pytest.mark.slow  # each test grades a class
 
@@ -27,18 +27,6 @@ def graded_now(run_stderr):
     """The students whose progress line a run printed: those it graded."""
     return [line.split()[-3].split("/")[0] for line in run_stderr.splitlines()
             if line.startswith("[")]
-
-
-def kernels_of(folder):
-    """Processes whose command line names `folder` (the grader's kernels live under its TMPDIR)."""
-    found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            if str(folder) in cmdline.read_text():
-                found.append(cmdline.parent.name)
-        except OSError:  # ended meanwhile
-            pass
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +75,7 @@ def interrupted(toy_class):
     while kernels_of(tmp) and time.monotonic() < deadline:
         time.sleep(0.2)
     stopped = {"returncode": run.returncode, "stderr": "".join(before) + stderr,
-               "table": (out / "grades.csv").read_text(), "kernels": kernels_of(tmp),
+               "table": (out / "grades.csv").read_text(), "kernels": processes_naming(str(tmp)),
                "report": (out / "report.html").exists()}
     rerun = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
     return stopped, rerun, (out / "grades.csv").read_text(), out
