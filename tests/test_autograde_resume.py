@@ -72,7 +72,7 @@ def interrupted(toy_class):
     run.send_signal(signal.SIGTERM)
     stdout, stderr = run.communicate(timeout=300)
     deadline = time.monotonic() + 5  # without a sandbox a kernel ends within a second of its worker
-    while kernels_of(tmp) and time.monotonic() < deadline:
+    while processes_naming(str(tmp)) and time.monotonic() < deadline:
         time.sleep(0.2)
     stopped = {"returncode": run.returncode, "stderr": "".join(before) + stderr,
                "table": (out / "grades.csv").read_text(), "kernels": processes_naming(str(tmp)),
