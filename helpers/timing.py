@@ -1,6 +1,20 @@
-"""Time a training step fairly on a busy machine: the variants take turns, then the median."""
+"""Time a training step fairly on a busy machine: the variants take turns, then the median.
+
+On a GPU the clock must wait for the device: CUDA (like every accelerator) runs kernels
+asynchronously, and `loss.backward()` returns once its kernels are queued, not done. Without a
+wait, each timed pass would be charged the unfinished work of the pass before it.
+"""
 import statistics
 import time
+
+import torch
+
+
+def wait_for(device):
+    """Block until every kernel queued on `device` has finished; on the CPU there is nothing to wait for."""
+    device = torch.device(device)
+    if device.type not in ("cpu", "meta"):
+        torch.accelerator.synchronize(device)
 
 
 def step_times(model, batch, variants, repeats=3):
@@ -8,17 +22,21 @@ def step_times(model, batch, variants, repeats=3):
 
     `variants` maps a name to a function that returns a context manager (the setting to time,
     e.g. checkpointing on, or autocast). The variants take turns, `repeats` times each after one
-    warm-up pass, so a load that comes and goes on the machine hits them alike.
+    warm-up pass, so a load that comes and goes on the machine hits them alike. On a GPU each pass
+    is timed from an idle device until its backward pass has finished on the device.
     Returns {name: [seconds of round 1, round 2, ...]}.
     """
+    device = next(model.parameters()).device
     times = {name: [] for name in variants}
     for round_ in range(repeats + 1):
         for name, setting in variants.items():
             model.zero_grad(set_to_none=True)
+            wait_for(device)  # nothing left over from the pass before
             start = time.perf_counter()
             with setting():
                 loss = model(**batch).loss
             loss.backward()
+            wait_for(device)  # backward() returns before its kernels have run
             if round_:  # the first round warms up
                 times[name].append(time.perf_counter() - start)
     model.zero_grad(set_to_none=True)

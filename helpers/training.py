@@ -17,6 +17,7 @@ from transformers import get_linear_schedule_with_warmup
 
 from .checks import require_positive_int
 from .metrics import classification_metrics
+from .timing import wait_for
 
 
 @dataclass
@@ -112,6 +113,7 @@ def train_pytorch(model, dataloader, *, epochs=1, learning_rate=5e-4, gradient_a
                     window_loss = 0.0
                     bar.update()
                     bar.set_postfix(loss=f"{history.loss[-1]:.3f}")
+    wait_for(device)  # the last optimizer step may still run on a GPU (loss.item() came before it)
     history.seconds = time.perf_counter() - start
     return history
 
@@ -158,6 +160,7 @@ def train_accelerate(model, dataloader, *, epochs=1, learning_rate=5e-4, gradien
                     window_loss = 0.0
                     bar.update()
                     bar.set_postfix(loss=f"{history.loss[-1]:.3f}")
+    wait_for(accelerator.device)
     history.seconds = time.perf_counter() - start
     return history, accelerator
 
