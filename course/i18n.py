@@ -9,7 +9,10 @@ English in solutions/ is the only source. Every markdown paragraph (a heading, a
 table row and a code fence each on its own) becomes one entry of locale/templates/<lesson>.pot,
 with the cell's id as msgctxt. Every `message("...")` in helpers/ and in the lessons' code, and
 the titles and series names given to `plot_history`, become entries of
-helpers/locale/templates/helpers.pot. `update` merges each template into the nl and id catalogs as
+helpers/locale/templates/helpers.pot, except the messages only hidden tests write: those go to
+locale/templates/hidden-tests.pot, beside the grading source, since helpers/locale ships with
+helpers to every student and kernel. `grading-source` writes them into the hidden tests of the
+Dutch and Indonesian assignments (translate_hidden_tests); a release has no hidden tests. `update` merges each template into the nl and id catalogs as
 msgmerge does: an entry whose English changed turns fuzzy (it keeps the old translation and
 the old English as `#| msgid`), a new paragraph is untranslated, a removed one obsolete.
 A fuzzy or untranslated entry is shown in English with a "not yet translated" marker.
@@ -35,6 +38,7 @@ from .paths import LOCALE, ROOT, SOLUTIONS, lessons
 
 LANGUAGES = ("nl", "id")      # translated; English is the source
 HELPERS_DOMAIN = "helpers"
+HIDDEN_DOMAIN = "hidden-tests"  # messages of the hidden tests: read by the grader only, never released
 WRAP = 100                    # line width of the .po files
 HEADER = {"Project-Id-Version": "efficient-training-course", "MIME-Version": "1.0",
           "Content-Type": "text/plain; charset=UTF-8", "Content-Transfer-Encoding": "8bit"}
@@ -45,7 +49,8 @@ LIST_ITEM = re.compile(r"^(\s*(?:[-*+]|\d+[.)])\s+)(.*)$")
 TABLE_RULE = re.compile(r"^\s*\|?[\s:|-]*-[\s:|-]*\|?\s*$")
 CODE_SPAN = re.compile(r"`[^`]+`")
 COMMENT = re.compile(r"\s*#.*$")                # a comment in a code fence (Python, shell)
-LANGUAGE_SETTING = re.compile(r'^(course_language\s*=\s*)"en"', re.M)
+LANGUAGE_SETTING = re.compile(r'^(course_language\s*(?::\s*\w+\s*)?=\s*)"en"', re.M)  # with a type hint or not
+HIDDEN_TESTS = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS", re.S | re.M)
 
 
 # ---- markdown: paragraphs in, paragraphs out -------------------------------------------------
@@ -167,6 +172,12 @@ def lesson_template(lesson, source=SOLUTIONS):
 
 def _messages_in(code, where):
     """(English, line) of each message("...") call in `code`, and of plot_history's title and labels."""
+    return sorted(((text.value, text.lineno) for text in _message_literals(code, where)),
+                  key=lambda text_line: text_line[1])
+
+
+def _message_literals(code, where):
+    """The string constants (ast nodes) that _messages_in reads."""
     magic = ("%", "!")  # IPython's magics and shell lines are not Python
     tree = ast.parse("\n".join("pass" if line.startswith(magic) else line for line in code.splitlines()),
                      filename=where)
@@ -182,9 +193,14 @@ def _messages_in(code, where):
             texts = [keyword.value for keyword in node.keywords if keyword.arg == "title"]
             if node.args and isinstance(node.args[0], ast.Dict):
                 texts += node.args[0].keys
-        found += [(text.value, text.lineno) for text in texts
-                  if isinstance(text, ast.Constant) and isinstance(text.value, str)]
-    return sorted(found, key=lambda text_line: text_line[1])
+        found += [text for text in texts if isinstance(text, ast.Constant) and isinstance(text.value, str)]
+    return found
+
+
+def hidden_lines(code):
+    """The numbers (from 1) of the lines between `### BEGIN HIDDEN TESTS` and `### END HIDDEN TESTS`."""
+    return {number for match in HIDDEN_TESTS.finditer(code)
+            for number in range(code.count("\n", 0, match.start()) + 2, code.count("\n", 0, match.end()) + 1)}
 
 
 def helpers_template(source=SOLUTIONS):
@@ -195,9 +211,29 @@ def helpers_template(source=SOLUTIONS):
                   for text, line in _messages_in(path.read_text(), str(path))]
     for lesson in lessons(source):
         for cell in _cells(Path(source) / lesson / f"{lesson}.ipynb"):
-            if cell["cell_type"] == "code":
+            if cell["cell_type"] == "code":  # what hidden tests alone write is not for students' eyes
+                hidden = hidden_lines(_source(cell))
                 found += [(text, (f"{lesson}.ipynb#{cell['id']}", str(line)))
-                          for text, line in _messages_in(_source(cell), f"{lesson}.ipynb#{cell['id']}")]
+                          for text, line in _messages_in(_source(cell), f"{lesson}.ipynb#{cell['id']}")
+                          if line not in hidden]
+    return _messages_catalog(found)
+
+
+def hidden_template(source=SOLUTIONS):
+    """The template of the messages that only the lessons' hidden tests write (the grader's)."""
+    public = {entry.msgid for entry in helpers_template(source)}
+    found = []
+    for lesson in lessons(source):
+        for cell in _cells(Path(source) / lesson / f"{lesson}.ipynb"):
+            if cell["cell_type"] == "code":
+                hidden = hidden_lines(_source(cell))
+                found += [(text, (f"{lesson}.ipynb#{cell['id']}", str(line)))
+                          for text, line in _messages_in(_source(cell), f"{lesson}.ipynb#{cell['id']}")
+                          if line in hidden and text not in public]
+    return _messages_catalog(found)
+
+
+def _messages_catalog(found):
     catalog, entries = _catalog(), {}
     for text, occurrence in found:
         if text not in entries:
@@ -238,10 +274,12 @@ def catalog_path(domain, language):
 
 
 def domains(source=SOLUTIONS):
-    return [*lessons(source), HELPERS_DOMAIN]
+    return [*lessons(source), HELPERS_DOMAIN, HIDDEN_DOMAIN]
 
 
 def fresh_template(domain, source=SOLUTIONS):
+    if domain == HIDDEN_DOMAIN:
+        return hidden_template(source)
     return helpers_template(source) if domain == HELPERS_DOMAIN else lesson_template(domain, source)
 
 
@@ -299,7 +337,12 @@ def update(source=SOLUTIONS):
         for language in LANGUAGES:
             path = catalog_path(domain, language)
             path.parent.mkdir(parents=True, exist_ok=True)
-            merge(template, load(path), language).save(str(path))
+            merged = merge(template, load(path), language)
+            if domain == HELPERS_DOMAIN:  # a message that moved to the hidden tests' catalog stays out, even obsolete
+                hidden = {entry.msgid for entry in hidden_template(source)}
+                for entry in [entry for entry in merged if entry.obsolete and entry.msgid in hidden]:
+                    merged.remove(entry)
+            merged.save(str(path))
 
 
 def stale_catalogs(source=SOLUTIONS):
@@ -385,6 +428,32 @@ def assignment(lesson, language):
     return lesson if language == "en" else f"{lesson}-{language}"
 
 
+def translate_hidden_tests(notebook, language):
+    """`notebook` (a dict, with hidden tests) with the English of each message("...") in its hidden
+    tests replaced by the hidden tests' catalog's translation (English with the "not yet
+    translated" marker where it has none), so that a failing hidden test speaks the student's
+    language in the grader's kernel, which reads only helpers/locale. For the grader's source only."""
+    translations = {entry.msgid: entry.msgstr if entry.translated() else f"{entry.msgid} {NOT_YET_TRANSLATED[language]}"
+                    for entry in load(catalog_path(HIDDEN_DOMAIN, language)) or [] if not entry.obsolete}
+    for cell in notebook["cells"]:
+        source = _source(cell)
+        hidden = hidden_lines(source) if cell["cell_type"] == "code" else set()
+        if not hidden:
+            continue
+        lines = source.split("\n")
+        starts = [0]
+        for line in lines:
+            starts.append(starts[-1] + len(line) + 1)
+        at = lambda number, column: starts[number - 1] + len(lines[number - 1].encode()[:column].decode())  # noqa: E731
+        edits = sorted(((at(node.lineno, node.col_offset), at(node.end_lineno, node.end_col_offset),
+                         repr(translations[node.value])) for node in _message_literals(source, cell["id"])
+                        if node.lineno in hidden and node.value in translations), reverse=True)
+        for start, end, text in edits:  # from the end, so that the earlier offsets hold
+            source = source[:start] + text + source[end:]
+        cell["source"] = source.splitlines(keepends=True)
+    return notebook
+
+
 def grading_source(out, source=SOLUTIONS, names=None):
     """An nbgrader source folder for a class that mixes languages: OUT/<lesson>/ (English) and
     OUT/<lesson>-<language>/ (translated), each holding <lesson>.ipynb; return the assignments."""
@@ -392,7 +461,8 @@ def grading_source(out, source=SOLUTIONS, names=None):
     for lesson in names or lessons(source):
         for language in ("en", *LANGUAGES):
             notebook = Path(source) / lesson / f"{lesson}.ipynb"
-            content = json.loads(notebook.read_text()) if language == "en" else translated_notebook(notebook, language)
+            content = (json.loads(notebook.read_text()) if language == "en"
+                       else translate_hidden_tests(translated_notebook(notebook, language), language))
             write_notebook(content, Path(out) / assignment(lesson, language) / f"{lesson}.ipynb")
             written.append(assignment(lesson, language))
     return written

@@ -3,14 +3,20 @@
 - Every message that a cell of a lesson shows a student (an assertion's message, an exception, a
   printed line) is written `helpers.message("English ...", values)`, so that it is extracted into
   helpers/locale and shown in Dutch or Indonesian; literal English would stay English there.
+- What only hidden tests write stays out of helpers/locale (which every student and kernel can
+  read) and out of every release; its translations (locale/<lang>/LC_MESSAGES/hidden-tests.po)
+  reach the hidden tests of the grader's source only, so a Dutch student's feedback is Dutch.
 """
 import ast
 import json
 import re
 
+import polib
 import pytest
 
-from course.paths import SOLUTIONS, lessons
+from course import i18n
+from course.paths import NOTEBOOKS, SOLUTIONS, lessons
+from helpers.language import LOCALE as HELPERS_LOCALE
 
 LESSONS = lessons()
 HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS[^\n]*$", re.S | re.M)
@@ -81,3 +87,74 @@ def test_every_message_a_student_reads_goes_through_the_catalogs(lesson):
                for line, text in literal_messages(visible(source))]
     assert not literal, (f"{lesson}: {len(literal)} messages in literal English; write them "
                          "helpers.message(\"English {field}\", field=...):\n" + "\n".join(literal))
+
+
+def hidden_catalog(lang):
+    return i18n.load(i18n.catalog_path(i18n.HIDDEN_DOMAIN, lang))
+
+
+def test_hidden_tests_messages_have_their_own_catalog():
+    hidden = {entry.msgid for entry in i18n.hidden_template()}
+    assert "Plain SGD keeps no state: 0 bytes." in hidden            # lesson 8, hidden only
+    assert "Return a TrainingArguments object, not {name}." not in hidden  # visible in lessons 4 and 5
+    assert not hidden & {entry.msgid for entry in i18n.helpers_template()}
+    assert i18n.HIDDEN_DOMAIN in i18n.domains()  # extracted, merged and checked like every catalog
+    for lang in i18n.LANGUAGES:
+        assert {entry.msgid for entry in hidden_catalog(lang) if not entry.obsolete} == hidden
+
+
+def test_hidden_tests_messages_stay_out_of_the_students_catalogs():
+    """helpers/locale ships with helpers: no hidden test's message in it, not even an obsolete one."""
+    hidden = {entry.msgid for entry in i18n.hidden_template()}
+    leaked = [f"{path.relative_to(HELPERS_LOCALE)}: {entry.msgid!r}"
+              for path in sorted(HELPERS_LOCALE.rglob("*.po*")) for entry in polib.pofile(str(path))
+              if entry.msgid in hidden]
+    assert not leaked, f"{len(leaked)} hidden tests' messages in helpers/locale (python -m course.i18n update):\n" + (
+        "\n".join(leaked[:20]))
+
+
+def test_no_release_holds_a_hidden_tests_message():
+    texts = {entry.msgid for entry in i18n.hidden_template()}
+    texts |= {entry.msgstr for lang in i18n.LANGUAGES for entry in hidden_catalog(lang) if entry.msgstr}
+    for path in sorted(NOTEBOOKS.rglob("*.ipynb")):
+        notebook = json.loads(path.read_text())
+        shown = "\n".join("".join(cell["source"]) for cell in notebook["cells"])
+        found = [text for text in texts if text in shown]
+        assert not found, f"{path.relative_to(NOTEBOOKS)}: {found[:3]}"
+
+
+def test_the_graders_source_has_hidden_tests_in_the_notebooks_language(tmp_path):
+    lesson = "08_optimizers"
+    i18n.grading_source(tmp_path, names=[lesson])
+    english = json.loads((SOLUTIONS / lesson / f"{lesson}.ipynb").read_text())
+    assert json.loads((tmp_path / lesson / f"{lesson}.ipynb").read_text()) == english
+    dutch = hidden_catalog("nl").find("Plain SGD keeps no state: 0 bytes.").msgstr
+    for lang in i18n.LANGUAGES:
+        translated = json.loads((tmp_path / i18n.assignment(lesson, lang) / f"{lesson}.ipynb").read_text())
+        for mine, theirs in zip(translated["cells"], english["cells"]):
+            if mine["cell_type"] == "code" and "parameters" not in mine["metadata"].get("tags", []):
+                # outside the hidden tests the code is the English code
+                assert HIDDEN.sub("", i18n._source(mine)) == HIDDEN.sub("", i18n._source(theirs)), mine["id"]
+                assert not [node.value for node in i18n._message_literals(i18n._source(mine), mine["id"])
+                            if node.lineno in i18n.hidden_lines(i18n._source(mine))
+                            and hidden_catalog(lang).find(node.value)], f"{mine['id']}: English left in {lang}"
+        sources = "\n".join(i18n._source(cell) for cell in translated["cells"])
+        assert (dutch in sources) == (lang == "nl") and "Plain SGD keeps no state" not in sources
+
+
+def test_translate_hidden_tests_replaces_only_the_hidden_messages(tmp_path, monkeypatch):
+    catalog = polib.POFile()
+    catalog.append(polib.POEntry(msgid="Keep {n} × less.", msgstr="Houd {n} × minder."))
+    catalog.append(polib.POEntry(msgid="Not done.", msgstr="Oud.", flags=["fuzzy"]))
+    catalog.save(str(tmp_path / "hidden-tests.po"))
+    monkeypatch.setattr(i18n, "catalog_path", lambda domain, language: tmp_path / f"{domain}.po")
+    source = ('assert a, helpers.message("Keep {n} × less.", n=1)\n### BEGIN HIDDEN TESTS\n'
+              'assert b, "é" and helpers.message(\n    "Keep {n} "\n    "× less.", n=2)\n'
+              'assert c, helpers.message("Not done.")\n### END HIDDEN TESTS\nprint(helpers.message("Not done."))\n')
+    notebook = {"cells": [{"cell_type": "code", "id": "c", "metadata": {}, "source": source.splitlines(True)},
+                          {"cell_type": "markdown", "id": "m", "metadata": {}, "source": ["Keep {n} × less."]}]}
+    out = i18n.translate_hidden_tests(notebook, "nl")
+    assert "".join(out["cells"][0]["source"]) == source.replace(
+        '"Keep {n} "\n    "× less."', "'Houd {n} × minder.'").replace(
+        'message("Not done.")\n###', "message('Not done. [nog niet vertaald]')\n###")
+    assert out["cells"][1]["source"] == ["Keep {n} × less."]
