@@ -10,10 +10,10 @@ JOBS ?= $(shell nproc)
 SHARD ?=
 SHARDS ?=
 REGRADE ?=
-# The course's language: en, nl or id. Not LANG: make imports the environment, and every shell's
-# LANG (en_US.UTF-8, C.UTF-8) would pick it.
+# The course's language: en, nl or id (helpers/language.py lists them). Not LANG: make imports the
+# environment, and every shell's LANG (en_US.UTF-8, C.UTF-8) would pick it.
 COURSE_LANG ?= en
-CHECK_COURSE_LANG = @case "$(COURSE_LANG)" in en|nl|id) ;; *) echo "COURSE_LANG must be en, nl or id, not '$(COURSE_LANG)'"; exit 2;; esac
+CHECK_COURSE_LANG = @$(PYTHON) -c "import sys; from helpers.language import LANGUAGES; sys.exit(None if sys.argv[1] in LANGUAGES else f'COURSE_LANG must be one of {\", \".join(LANGUAGES)}, not {sys.argv[1]!r}')" "$(COURSE_LANG)"
 # English notebooks in notebooks/, Dutch and Indonesian in notebooks/nl/ and notebooks/id/
 LESSON_DIR = notebooks/$(filter-out en,$(COURSE_LANG))
 # JupyterLab's own menus in the language only where its (optional) language pack is installed:
@@ -63,7 +63,7 @@ release: setup ## update the catalogs (locale/), regenerate notebooks/ in en, nl
 	$(PYTHON) -m course.release
 
 autograde: setup bwrap ## grade a class (resumes; REGRADE=1 grades all): make autograde SUBMISSIONS=<folder or LMS zip> [OUT=...] [JOBS=...] [SHARD=K/N]
-	$(PYTHON) -m autograde --submissions "$(SUBMISSIONS)" --out "$(OUT)" --jobs $(JOBS) $(if $(SHARD),--shard $(SHARD)) $(if $(REGRADE),--regrade)
+	$(PYTHON) -m course.grade --submissions "$(SUBMISSIONS)" --out "$(OUT)" --jobs $(JOBS) $(if $(SHARD),--shard $(SHARD)) $(if $(REGRADE),--regrade)
 
 merge: setup ## combine sharded grading: make merge SHARDS="<OUT of shard 1> <OUT of shard 2> ..." OUT=<new folder>
 	$(PYTHON) -m autograde.shards --out "$(OUT)" $(SHARDS)

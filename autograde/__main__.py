@@ -8,26 +8,25 @@ Exit status: 0 when the batch was processed (even if some submissions failed: se
 2 when it could not be (bad path, broken course sources, no isolation available), 128 + the
 signal's number when SIGINT, SIGTERM or SIGHUP stopped it (rerun to grade what is left).
 
-Without --source the grader grades the course in its three languages: `python -m course.i18n
-grading-source` writes solutions/ and its translations as the assignments <lesson>, <lesson>-nl
-and <lesson>-id, anew for each run, and each submission is graded as the language its notebook
-says (autograde/collect.py).
+--source is the instructor's notebooks with nbgrader markup. The course's own, in every language,
+comes from `python -m course.grade` (what `make autograde` runs), which writes it and calls this
+command with it: autograde never calls the course.
 """
 import argparse
 import os
-import subprocess
 import sys
-import tempfile
 
 from . import REPO
 from .collect import CollectError
-from .course import CourseError
+from .nbgrader_course import CourseError
 from .profile import GRADING_PARAMETERS
 from .sandbox import SandboxError
+from .settings import GradingSettings
 from .shards import shard_argument
 
 
 def parse(argv=None):
+    """The command line as the run's GradingSettings."""
     parser = argparse.ArgumentParser(prog="python -m autograde", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--submissions", required=True,
@@ -35,8 +34,8 @@ def parse(argv=None):
     parser.add_argument("--out", default=str(REPO / "build" / "grading"))
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--source", default=None,
-                        help="instructor notebooks with nbgrader markup (default: the course's "
-                             "lessons from solutions/ in English, Dutch and Indonesian)")
+                        help="instructor notebooks with nbgrader markup (python -m course.grade "
+                             "gives the course's lessons in every language)")
     parser.add_argument("--cell-timeout", type=int, default=120, help="seconds per cell")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per notebook")
     parser.add_argument("--memory-mb", type=int, default=6144, help="address space per kernel")
@@ -60,10 +59,12 @@ def parse(argv=None):
     parser.add_argument("--full-size", action="store_true",
                         help="run the demonstration cells with the lesson's own parameters, not "
                              "the grading profile's smaller sizes (autograde/profile.py)")
-    options = parser.parse_args(argv)
-    options.jobs = max(1, options.jobs)
-    options.parameters = {} if options.full_size else GRADING_PARAMETERS
-    return options
+    options = vars(parser.parse_args(argv))
+    full_size = options.pop("full_size")
+    return GradingSettings(**{**options, "jobs": max(1, options["jobs"]),
+                              "protected": tuple(options["protected"]),
+                              "preload": tuple(options["preload"]),
+                              "parameters": {} if full_size else GRADING_PARAMETERS})
 
 
 def main(argv=None):
@@ -72,26 +73,16 @@ def main(argv=None):
         print("autograde: give the submissions: make autograde SUBMISSIONS=<folder or zip>",
               file=sys.stderr)
         return 2
+    if not options.source:
+        print("autograde: give --source (the course's lessons: python -m course.grade, or make "
+              "autograde, writes them and passes them)", file=sys.stderr)
+        return 2
     from .batch import run
     try:
-        if options.source:
-            return run(options)
-        with tempfile.TemporaryDirectory(prefix="autograde-source-") as folder:  # only we may read it
-            options.source = course_source(os.path.join(folder, "source"))
-            return run(options)
+        return run(options)
     except (CollectError, CourseError, SandboxError, FileNotFoundError) as error:
         print(f"autograde: {error}", file=sys.stderr)
         return 2
-
-
-def course_source(folder):
-    """Write the course's lessons in every language into `folder` as an nbgrader source; return it.
-    A command, not an import: autograde may not import course (course imports autograde)."""
-    built = subprocess.run([sys.executable, "-m", "course.i18n", "grading-source", "--out", folder],
-                           cwd=REPO, capture_output=True, text=True)
-    if built.returncode != 0:
-        raise CourseError(f"writing the course's grading source failed:\n{built.stderr[-2000:]}")
-    return folder
 
 
 if __name__ == "__main__":

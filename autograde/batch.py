@@ -30,21 +30,17 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
 
-from . import REPO, class_report, report, resume, sandbox, shards
+from . import REPO, class_report, outfolder, report, resume, sandbox, shards
 from .collect import collect
-from .course import assignments_in, ensure_venv_on_path, prepare
+from .nbgrader_course import assignments_in, ensure_venv_on_path, prepare
 from .grade import LOG_NAME, GradingLimits, Job, run_job
 from .report import say
-
-# The options that change a grade: after a change of any, a rerun grades every submission again.
-GRADING_RULES = ("cell_timeout", "timeout", "memory_mb", "max_output_bytes", "protected", "preload",
-                 "sandbox", "parameters")
-
+from .settings import GradingSettings, exposed, hidden, kernel_env
 
 @dataclass(frozen=True)
 class Batch:
     """What every job of the batch shares."""
-    options: object        # the command line (autograde.__main__.parse)
+    settings: GradingSettings
     assignments: dict      # {assignment: [notebook names]}
     out: Path
     template: Path         # the gradebook with the assignments' records, copied for each job
@@ -60,25 +56,24 @@ class Slot:
     zygote: subprocess.Popen | None
 
 
-def _slot(options, env, hidden, folder, uid):
+def _slot(settings, cache, hidden_paths, folder, uid):
     folder.mkdir(mode=0o711)
     scratch = folder / "home"
-    if not options.sandbox:
+    if not settings.sandbox:
         return Slot(scratch, None, None)
+    env = kernel_env(cache, scratch)
     spec = sandbox.SandboxSpec(
-        scratch=str(scratch), env=env, read_only=tuple(_exposed(env)), hide=hidden, uid=uid,
-        zygote=str(folder.with_suffix(".sock")),
-        limits=sandbox.KernelLimits(memory_bytes=options.memory_mb * 1024 ** 2,
-                                    cpu_seconds=int(options.timeout * 4 + 60)))
-    return Slot(scratch, spec, sandbox.start_zygote(spec, options.preload))
+        scratch=str(scratch), env=env, read_only=tuple(exposed(env)), hide=hidden_paths, uid=uid,
+        zygote=str(folder.with_suffix(".sock")), limits=settings.kernel_limits())
+    return Slot(scratch, spec, sandbox.start_zygote(spec, settings.preload))
 
 
-def _restart_if_dead(slot, options):
+def _restart_if_dead(slot, settings):
     """A zygote that died (out of memory) would fail every kernel of its slot: start another."""
     if slot.zygote and slot.zygote.poll() is not None:
         say(f"the kernels' zygote of {slot.scratch.parent.name} ended (status "
             f"{slot.zygote.returncode}): starting another", sys.stderr)
-        slot.zygote = sandbox.start_zygote(slot.spec, options.preload)
+        slot.zygote = sandbox.start_zygote(slot.spec, settings.preload)
 
 
 class Stop:
@@ -145,25 +140,25 @@ class Workers:
                 worker.kill()
 
 
-def run(options):
+def run(settings):
     """Grade the class. Returns the exit status: 0 when every submission is graded, 128 + the
     signal's number when a signal stopped the batch."""
     started = time.monotonic()
     with Stop() as stop:
         ensure_venv_on_path()
-        source = Path(options.source).resolve()
-        out = Path(options.out).resolve()
+        source = Path(settings.source).resolve()
+        out = Path(settings.out).resolve()
         assignments = assignments_in(source)
-        uids = [None] * options.jobs
-        if options.sandbox:
+        uids = [None] * settings.jobs
+        if settings.sandbox:
             sandbox.check_available()
-            uids = sandbox.kernel_uids(options.jobs)
+            uids = sandbox.kernel_uids(settings.jobs)
         else:
             say("WARNING: AUTOGRADE_SANDBOX=off: student code runs as you, with your files and "
                 "network, without memory limits. Only for trusted submissions.", sys.stderr)
         work = Path(tempfile.mkdtemp(prefix="autograde-"))
         try:
-            return _run(options, source, out, assignments, work, uids, stop, started)
+            return _run(settings, source, out, assignments, work, uids, stop, started)
         finally:
             if os.environ.get("AUTOGRADE_KEEP_WORK"):
                 say(f"AUTOGRADE_KEEP_WORK: work folders kept in {work}", sys.stderr)
@@ -171,34 +166,34 @@ def run(options):
                 shutil.rmtree(work, ignore_errors=True)
 
 
-def _run(options, source, out, assignments, work, uids, stop, started):
+def _run(settings, source, out, assignments, work, uids, stop, started):
     os.chmod(work, 0o711)
     jobs_dir, kernels_dir = work / "jobs", work / "kernels"
     jobs_dir.mkdir(mode=0o700)
     kernels_dir.mkdir(mode=0o711)
     out.mkdir(mode=0o700, parents=True, exist_ok=True)  # before the sandboxes, which hide it
-    submissions = collect(options.submissions, assignments, jobs_dir, options.named_regexp)
+    submissions = collect(settings.submissions, assignments, jobs_dir, settings.named_regexp)
     # What the class submitted (every shard computes the same), or, for an empty class, all
     submitted = {s.assignment for s in submissions} or set(assignments)
-    submissions = shards.select(submissions, options.shard)  # --shard K/N: this run's share
+    submissions = shards.select(submissions, settings.shard)  # --shard K/N: this run's share
     # The kernels' zygotes import while nbgrader prepares the course (one core each).
-    env = _kernel_env(source, kernels_dir, options)
-    hidden = tuple(_hidden_paths(source, out, options.submissions, jobs_dir))
-    slots = [_slot(options, env, hidden, kernels_dir / f"slot{n}", uid)
+    cache = _course_cache(source, work)
+    hidden_paths = tuple(hidden(source, out, settings.submissions, jobs_dir))
+    slots = [_slot(settings, cache, hidden_paths, kernels_dir / f"slot{n}", uid)
              for n, uid in enumerate(uids if submissions else [])]
     try:
         prepare(source, out, [name for name in assignments if name in submitted])
-        fingerprints = _fingerprints(submissions, assignments, out, options)
-        record = _resumed(out, fingerprints, options)
+        fingerprints = _fingerprints(submissions, assignments, out, settings)
+        record = _resumed(out, fingerprints, settings)
         kept = len(record.graded)
         to_grade = [s for s in submissions if (s.student, s.assignment) not in record.graded]
         record.save()  # grades.csv holds what is kept, whatever happens next
-        say(f"{kept} already graded, {len(to_grade)} to grade, with {options.jobs} parallel jobs"
+        say(f"{kept} already graded, {len(to_grade)} to grade, with {settings.jobs} parallel jobs"
             + (" (--regrade grades all again)" if kept else "") + " ...", sys.stderr)
         if to_grade and not stop.signal:
             template = jobs_dir / "template.db"
             shutil.copy(out / "gradebook.db", template)
-            batch = Batch(options, assignments, out, template, env)
+            batch = Batch(settings, assignments, out, template, kernel_env(cache))
             _grade(batch, to_grade, record, fingerprints, slots, jobs_dir, stop)
     finally:
         for slot in slots:
@@ -207,16 +202,16 @@ def _run(options, source, out, assignments, work, uids, stop, started):
     rows = record.rows()
     report_path = class_report.write(out)
     _give_to_sudo_user(out)
-    paths = (f"Table: {out / 'grades.csv'}  Feedback: {out / 'feedback'}  Gradebook: "
+    paths = (f"Table: {out / outfolder.GRADES}  Feedback: {out / 'feedback'}  Gradebook: "
              f"{out / 'gradebook.db'}  Logs: {out / 'logs'}\n"
-             f"Class report: {report_path}  Gradebook import: {out / 'grades_wide.csv'}")
+             f"Class report: {report_path}  Gradebook import: {out / outfolder.WIDE}")
     left = len(record.missing())
     if stop.signal and left:
         say(f"Stopped by {stop.signal.name}: {len(rows)} of {len(submissions)} submissions "
             f"graded ({len(rows) - kept} in this run), {left} left. Run the same command again "
             f"to grade the {left} left: what is graded is kept.\n{paths}", sys.stderr)
         return 128 + stop.signal
-    say(report.summary(rows, time.monotonic() - started, options.jobs, kept))
+    say(report.summary(rows, time.monotonic() - started, settings.jobs, kept))
     say(paths)
     return 0
 
@@ -235,7 +230,7 @@ def _grade(batch, submissions, record, fingerprints, slots, jobs_dir, stop):
         try:
             if workers.stopped:
                 return None
-            _restart_if_dead(slot, batch.options)
+            _restart_if_dead(slot, batch.settings)
             return _grade_one(workers, _job(batch, submission, jobs_dir / f"job{index}", slot))
         finally:
             seconds[(submission.student, submission.assignment)] = time.monotonic() - begun
@@ -280,9 +275,9 @@ def _outcome(future, out, submission):
                           f"(traceback: {log.relative_to(out)})"[:300]}, False
 
 
-def _fingerprints(submissions, assignments, out, options):
+def _fingerprints(submissions, assignments, out, settings):
     """{(student, assignment): the fingerprint of what grading it depends on}."""
-    rules = {name: getattr(options, name) for name in GRADING_RULES}
+    rules = settings.grading_rules()
     course = {name: resume.fingerprint(resume.folder_files(out, f"source/{name}", f"release/{name}"),
                                        rules) for name in assignments}
     return {(s.student, s.assignment): resume.fingerprint(
@@ -290,10 +285,10 @@ def _fingerprints(submissions, assignments, out, options):
             for s in submissions}
 
 
-def _resumed(out, fingerprints, options):
+def _resumed(out, fingerprints, settings):
     """This run's record, holding what an earlier run graded of these same submissions, unchanged
     since and still in the gradebook, with its score read again (manual grades count)."""
-    earlier = None if options.regrade else resume.Record.read(out)
+    earlier = None if settings.regrade else resume.Record.read(out)
     kept = []
     if earlier:
         scores = _gradebook_scores(out)
@@ -302,7 +297,7 @@ def _resumed(out, fingerprints, options):
                 score, max_score = scores[key]
                 kept.append({**entry, "row": {**entry["row"], "score": report.fmt(score),
                                               "max_score": report.fmt(max_score)}})
-    return resume.Record(out, fingerprints, options.shard, kept)
+    return resume.Record(out, fingerprints, settings.shard, kept)
 
 
 def _gradebook_scores(out):
@@ -316,7 +311,7 @@ def _gradebook_scores(out):
 def _job(batch, submission, job_dir, slot):
     """The Job for one submission: the grader's copy of it, and its kernel's fresh scratch folder
     (supporting files the students had, never the notebooks)."""
-    options, out = batch.options, batch.out
+    settings, out = batch.settings, batch.out
     copy = _copy_submission(submission, batch.assignments[submission.assignment], out)
     job_dir.mkdir(mode=0o700)
     scratch = slot.scratch
@@ -331,17 +326,27 @@ def _job(batch, submission, job_dir, slot):
     return Job(student=submission.student, assignment=submission.assignment,
                notebooks=tuple(batch.assignments[submission.assignment]), submission=copy, out=out,
                work=job_dir, template_db=batch.template, scratch=scratch, sandbox=slot.spec,
-               kernel_env=batch.kernel_env, protected_packages=tuple(options.protected),
-               preload=tuple(options.preload), parameters=options.parameters,
-               limits=GradingLimits(cell_timeout=options.cell_timeout,
-                                    submission_timeout=options.timeout,
-                                    output_bytes=options.max_output_bytes))
+               kernel_env=batch.kernel_env, protected_packages=tuple(settings.protected),
+               preload=tuple(settings.preload), parameters=_parameters(settings, submission),
+               limits=GradingLimits(cell_timeout=settings.cell_timeout,
+                                    submission_timeout=settings.timeout,
+                                    output_bytes=settings.max_output_bytes,
+                                    worker_seconds=settings.worker_seconds(
+                                        len(batch.assignments[submission.assignment]))))
+
+
+def _parameters(settings, submission):
+    """The values injected after the parameters cell: the grading profile's sizes, and the
+    language the grader chose where the notebook's is not one of the course's (collect.py)."""
+    if submission.language is None:
+        return settings.parameters
+    return {**settings.parameters, "course_language": submission.language}
 
 
 def _grade_one(workers, job):
     """Run the job in a forked worker: (its result, True), (a row saying why there is none,
     False), or None when the batch stopped it."""
-    budget = job.limits.submission_timeout * len(job.notebooks) + 180
+    budget = job.limits.worker_seconds
     try:
         ended = workers.run(job, budget)
     finally:
@@ -377,9 +382,10 @@ def _give_to_sudo_user(out):
 
 
 def _submitted_files(submission, notebooks):
-    """[(name, path)]: what the grader takes of a submission (notebooks/ and timestamp.txt)."""
+    """[(name, path)]: what the grader takes of a submission (notebooks/, and what nbgrader's
+    exchange leaves beside them: timestamp.txt, submission_secret.txt; autograde/exchange.py)."""
     return [(name, submission.folder / name)
-            for name in [f"{nb}.ipynb" for nb in notebooks] + ["timestamp.txt"]]
+            for name in [f"{nb}.ipynb" for nb in notebooks] + ["timestamp.txt", "submission_secret.txt"]]
 
 
 def _copy_submission(submission, notebooks, out):
@@ -434,6 +440,7 @@ def _merge(out, submission, result, assignments):
     detail = result["detail"]
     if result["status"] == "error" and "traceback:" not in detail:
         detail += f" (traceback: {_log_path(out, student, assignment).relative_to(out)})"
+    detail = "; ".join(part for part in (submission.note, detail) if part)
     return {"student_id": student, "assignment": assignment, "score": report.fmt(score),
             "max_score": report.fmt(max_score), "status": result["status"], "detail": detail}
 
@@ -448,18 +455,6 @@ def _worker_grade(src, found, grade_id, notebook, assignment, student):
     if grade.auto_score is None and not grade.needs_manual_grade:
         return 0.0, False
     return grade.auto_score, grade.needs_manual_grade
-
-
-def _kernel_env(source, kernels_dir, options):
-    env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
-           "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-           "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-           "TRANSFORMERS_OFFLINE": "1", "PYTHONHASHSEED": "0", "MPLBACKEND": "agg",
-           "PYTHONPATH": str(REPO)}
-    cache = _course_cache(source, kernels_dir.parent)
-    if cache:
-        env["COURSE_CACHE"] = str(cache)
-    return env
 
 
 def _course_cache(source, work):
@@ -479,18 +474,3 @@ def _course_cache(source, work):
     for path in [cache, *cache.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
     return cache
-
-
-def _exposed(env):
-    """What a kernel may read: Python, the course's packages, the model cache."""
-    paths = [sys.base_prefix, sys.prefix, str(REPO / "helpers"), str(REPO / "autograde")]
-    return paths + ([env["COURSE_CACHE"]] if "COURSE_CACHE" in env else [])
-
-
-def _hidden_paths(source, out, submissions, jobs_dir):
-    paths = [source, out, Path(submissions).resolve(), jobs_dir]
-    for parent in [source, *source.parents]:
-        if (parent / ".git").exists():
-            paths.append(parent / ".git")
-            break
-    return [str(p) for p in paths]

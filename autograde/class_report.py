@@ -7,13 +7,13 @@ From OUT's files only (grades.csv, timings.csv, gradebook.db, autograded/ notebo
   of submissions by status, and per graded test cell its pass rate and the three most frequent
   failure messages with how many students got each; then the slowest submissions;
 - grades_wide.csv for a gradebook import: one row per student, one column per lesson, a total;
-- when the class mixes languages (assignments `<lesson>-nl`, `<lesson>-id` beside `<lesson>` in
-  English, as `make release` names them), each lesson across its languages: the pass rate of
-  every test cell per language and overall.
+- a lesson is one section whatever the languages its submissions were graded in (the gradebook
+  keeps them as the assignments `<lesson>`, `<lesson>-nl`, ...: autograde/assignments.py); its
+  pass rates count every language together (the test cells are the same), and when the class
+  mixes languages a table breaks the lesson down by language.
 A failure message is what the student's feedback shows: the error's last line ("AssertionError:
 ...") with every line of hidden-test source replaced, as autograde.feedback does.
 """
-import csv
 import html
 import json
 import sqlite3
@@ -23,10 +23,11 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from .feedback import hidden_lines, scrub
-from .report import FAILED, fmt, read_csv
+from .assignments import LANGUAGES, lesson_and_language
+from .outfolder import GRADES, TIMINGS, WIDE, gradebook_assignment, read_csv, read_timings, write_wide
+from .report import FAILED, fmt
 
 TOP_MESSAGES = 3
-TRANSLATED = ("nl", "id")   # an assignment "<lesson>-nl" is the Dutch version of "<lesson>"
 SLOWEST = 5
 MESSAGE_CHARS = 300
 
@@ -52,10 +53,10 @@ def write(out):
     """Write OUT/report.md, OUT/report.html, the histograms and OUT/grades_wide.csv; returns
     the path of report.html."""
     out = Path(out)
-    rows = read_csv(out / "grades.csv")
-    seconds = read_timings(out / "timings.csv")
-    tests = _test_results(out, {(r["student_id"], r["assignment"]): r["status"] for r in rows})
-    write_wide_csv(out / "grades_wide.csv", rows)
+    rows = read_csv(out / GRADES)
+    seconds = read_timings(out / TIMINGS)
+    tests = _test_results(out, {(r["student_id"], gradebook_assignment(r)): r["status"] for r in rows})
+    write_wide(out / WIDE, rows, fmt)
     blocks = _blocks(out, rows, tests, seconds)
     (out / "report.md").write_text(to_markdown(blocks))
     (out / "report.html").write_text(to_html(blocks))
@@ -72,39 +73,11 @@ def warm_up():
     threading.Thread(target=load, daemon=True).start()
 
 
-def write_timings(path, seconds):
-    """seconds: {(student_id, assignment): grading seconds}; read back by write()."""
-    with open(path, "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["student_id", "assignment", "seconds"])
-        for (student, assignment), value in sorted(seconds.items()):
-            writer.writerow([student, assignment, f"{value:.1f}"])
-
-
-def read_timings(path):
-    if not path.exists():
-        return {}
-    return {(r["student_id"], r["assignment"]): float(r["seconds"]) for r in read_csv(path)}
-
-
-def write_wide_csv(path, rows):
-    lessons = sorted({r["assignment"] for r in rows})
-    scores = defaultdict(dict)
-    for r in rows:
-        scores[r["student_id"]][r["assignment"]] = float(r["score"] or 0)
-    with open(path, "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["student_id", *lessons, "total"])
-        for student in sorted(scores):
-            mine = scores[student]
-            writer.writerow([student, *(fmt(mine[a]) if a in mine else "" for a in lessons),
-                             fmt(sum(mine.values()))])
-
-
 # ---- reading the results ----
 
 def _test_results(out, statuses):
-    """{(assignment, notebook, grade_id): [(student, passed, message or None)]}, in cell order."""
+    """{(lesson, notebook, grade_id): [(student, language, passed, message or None)]}, in cell
+    order: a lesson's languages together."""
     with sqlite3.connect(f"file:{out / 'gradebook.db'}?mode=ro", uri=True) as db:
         records = db.execute(TEST_GRADES).fetchall()
     by_notebook = defaultdict(list)
@@ -119,7 +92,8 @@ def _test_results(out, statuses):
                 messages = _messages(out / "autograded" / student / assignment / f"{notebook}.ipynb",
                                      hidden, statuses.get((student, assignment), "not graded"))
             message = None if passed else messages.get(grade_id, "the cell did not run")
-            results[(assignment, notebook, grade_id)].append((student, passed, message))
+            lesson, language = lesson_and_language(assignment)
+            results[(lesson, notebook, grade_id)].append((student, language, passed, message))
     order = _cell_order(out)
     return dict(sorted(results.items(), key=lambda item: order.get(item[0], (item[0], 0))))
 
@@ -136,7 +110,8 @@ def _cell_order(out):
     for path in sorted((out / "source").glob("*/*.ipynb")):
         for index, cell in enumerate(json.loads(path.read_text())["cells"]):
             grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id")
-            order[(path.parent.name, path.stem, grade_id)] = ((path.parent.name, path.stem), index)
+            lesson = lesson_and_language(path.parent.name)[0]
+            order.setdefault((lesson, path.stem, grade_id), ((lesson, path.stem), index))
     return order
 
 
@@ -181,11 +156,11 @@ def _blocks(out, rows, tests, seconds):
                        + [[f"{status}{' (not graded)' if status in FAILED else ''}", str(count)]
                           for status, count in statuses.most_common()]))
         table = [["test cell", "pass rate", "most frequent failure messages (students)"]]
-        for (assignment, notebook, grade_id), results in tests.items():
-            if assignment != lesson:
+        for (test_lesson, notebook, grade_id), results in tests.items():
+            if test_lesson != lesson:
                 continue
-            passed = sum(1 for _, ok, _ in results if ok)
-            failures = Counter(message for _, ok, message in results if not ok)
+            passed = sum(1 for _, _, ok, _ in results if ok)
+            failures = Counter(message for _, _, ok, message in results if not ok)
             table.append([grade_id if notebook == lesson else f"{notebook}/{grade_id}",
                           f"{passed}/{len(results)} ({100 * passed / len(results):.0f} %)",
                           "; ".join(f"({count}) {message}"
@@ -194,19 +169,14 @@ def _blocks(out, rows, tests, seconds):
     blocks += _across_languages(rows, tests)
     if seconds:
         slowest = sorted(seconds.items(), key=lambda item: -item[1])[:SLOWEST]
-        status = {(r["student_id"], r["assignment"]): r["status"] for r in rows}
+        status = {(r["student_id"], gradebook_assignment(r)): r["status"] for r in rows}
         blocks += [("h2", "Slowest submissions"),
-                   ("table", [["student", "lesson", "seconds", "status"]]
-                    + [[s, a, f"{t:.1f}", status.get((s, a), "")] for (s, a), t in slowest])]
+                   ("table", [["student", "lesson", "seconds", "status", "language"]]
+                    + [[s, lesson_and_language(a)[0], f"{t:.1f}", status.get((s, a), ""),
+                        lesson_and_language(a)[1]] for (s, a), t in slowest])]
     blocks.append(("p", "Files: grades.csv (one row per submission), grades_wide.csv (one row per "
                         "student, for a gradebook import), feedback/ (what each student reads)."))
     return blocks
-
-
-def lesson_and_language(assignment):
-    """("01_basic_loop", "nl") for "01_basic_loop-nl"; ("01_basic_loop", "en") for "01_basic_loop"."""
-    lesson, _, language = assignment.rpartition("-")
-    return (lesson, language) if lesson and language in TRANSLATED else (assignment, "en")
 
 
 def _rate(passed, total):
@@ -214,26 +184,26 @@ def _rate(passed, total):
 
 
 def _across_languages(rows, tests):
-    """Per lesson graded in more than one language: mean score and test cells' pass rates per language."""
+    """Per lesson graded in more than one language: mean score and test cells' pass rates per
+    language and overall."""
     languages = defaultdict(set)
     for r in rows:
-        lesson, language = lesson_and_language(r["assignment"])
-        languages[lesson].add(language)
+        languages[r["assignment"]].add(r.get("language") or "en")
     blocks = []
     for lesson in sorted(lesson for lesson, found in languages.items() if len(found) > 1):
-        order = [language for language in ("en", *TRANSLATED) if language in languages[lesson]]
+        order = [language for language in LANGUAGES if language in languages[lesson]]
         scores = defaultdict(list)
         for r in rows:
-            if lesson_and_language(r["assignment"])[0] == lesson:
-                scores[lesson_and_language(r["assignment"])[1]].append(float(r["score"] or 0))
+            if r["assignment"] == lesson:
+                scores[r.get("language") or "en"].append(float(r["score"] or 0))
         mean = lambda values: f"{sum(values) / len(values):.2f} ({len(values)})" if values else ""  # noqa: E731
         table = [["", *order, "all"], ["mean score (submissions)", *(mean(scores[language]) for language in order),
                                        mean([v for values in scores.values() for v in values])]]
         cells = defaultdict(lambda: defaultdict(list))
-        for (assignment, notebook, grade_id), results in tests.items():
-            test_lesson, language = lesson_and_language(assignment)
+        for (test_lesson, notebook, grade_id), results in tests.items():
             if test_lesson == lesson:
-                cells[grade_id][language] += [ok for _, ok, _ in results]
+                for _, language, ok, _ in results:
+                    cells[grade_id][language].append(ok)
         for grade_id, by_language in cells.items():
             every = [ok for results in by_language.values() for ok in results]
             table.append([grade_id, *(_rate(sum(by_language[language]), len(by_language[language]))

@@ -12,7 +12,6 @@ The assignment is the one whose notebook that is. In a source with the course's 
 Zips are unpacked safely (no absolute or `..` paths, no links, bounded size) into the grader's
 work folder; the original is only read.
 """
-import json
 import re
 import shutil
 import stat
@@ -20,10 +19,11 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from .assignments import LANGUAGES, assignment, language_name, lesson_and_language, notebook_language
+
 VALID_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}$")
 MAX_ZIP_BYTES = 2 * 1024 ** 3
 MAX_ZIP_MEMBERS = 100_000
-COURSE_LANGUAGE = re.compile(r'^course_language\s*=\s*["\']([a-z]{2})["\']', re.M)
 
 
 class CollectError(RuntimeError):
@@ -35,6 +35,8 @@ class Submission:
     student: str
     assignment: str
     folder: Path  # holds <notebook>.ipynb (or not: the grader reports it missing)
+    language: str | None = None  # set when the kernel must run another course_language than the notebook's
+    note: str = ""               # what the row's detail says first (the language graded in)
 
 
 def collect(path, assignments, workdir, named_regexp=None):
@@ -131,34 +133,22 @@ def _match(filename, by_notebook, named_regexp):
 
 def _in_their_language(submissions, assignments):
     """Each submission under the assignment of its notebook's language, where the source has that
-    assignment and the student did not hand it in as well (then both stay as handed in)."""
-    from .class_report import lesson_and_language
+    assignment and the student did not hand it in as well (then both stay as handed in). A
+    language the course does not have (a typo: "fr") is graded as the assignment's own language,
+    and its row says so (Submission.note); the grader's kernel runs in that language."""
     taken = {(s.student, s.assignment) for s in submissions}
     placed = []
     for submission in submissions:
-        lesson, _ = lesson_and_language(submission.assignment)
-        language = notebook_language(submission.folder, assignments[submission.assignment])
-        target = lesson if language == "en" else f"{lesson}-{language}"
-        if language and target != submission.assignment and target in assignments \
+        lesson, language = lesson_and_language(submission.assignment)
+        chosen = notebook_language(submission.folder, assignments[submission.assignment])
+        target = assignment(lesson, chosen)
+        if chosen in LANGUAGES and target != submission.assignment and target in assignments \
                 and (submission.student, target) not in taken:
             taken.add((submission.student, target))
             submission = Submission(submission.student, target, submission.folder)
+        elif chosen is not None and chosen not in LANGUAGES:
+            submission.note = (f"course_language {chosen!r} is not a language of the course "
+                               f"({', '.join(LANGUAGES)}): graded in {language_name(language)}")
+            submission.language = language
         placed.append(submission)
     return sorted(placed, key=lambda s: (s.student, s.assignment))
-
-
-def notebook_language(folder, notebooks):
-    """The course_language that the parameters cell of the first of `notebooks` found in `folder`
-    sets ("en", "nl", "id"), or None (no such notebook, cell or setting; not a notebook)."""
-    for name in notebooks:
-        path = Path(folder) / f"{name}.ipynb"
-        try:
-            cells = json.loads(path.read_text(errors="replace")).get("cells", [])
-            for cell in cells:
-                if "parameters" in cell.get("metadata", {}).get("tags", []):
-                    source = cell.get("source", "")
-                    match = COURSE_LANGUAGE.search(source if isinstance(source, str) else "".join(source))
-                    return match.group(1) if match else None
-        except (OSError, ValueError, AttributeError, TypeError):
-            continue
-    return None

@@ -51,16 +51,18 @@ class GuardedExecute(Execute):
     """Execute with: a sandboxed kernel, per-cell and per-submission time limits, a cap on kept
     output, survival of a dying kernel, and guarded test cells (see autograde.guard)."""
 
-    sandbox_spec = Any(None, allow_none=True).tag(config=True)  # a sandbox.SandboxSpec
-    kernel_env = Dict({}).tag(config=True)
-    scratch = Unicode("").tag(config=True)
-    cell_timeout = Integer(60).tag(config=True)
-    submission_timeout = Float(300).tag(config=True)
-    max_output_bytes = Integer(200_000).tag(config=True)
-    protected_packages = List(["builtins", "numpy"]).tag(config=True)
-    preload = List(["numpy"]).tag(config=True)
-    trusted_setup = Dict({}).tag(config=True)  # grade_id -> instructor statements to re-run first
-    report_path = Unicode("").tag(config=True)
+    # Set for every notebook by autograde/grade.py from the run's settings (autograde/settings.py,
+    # where the defaults are): no second set of defaults here.
+    sandbox_spec = Any(None, allow_none=True, help="a sandbox.SandboxSpec; None: no sandbox").tag(config=True)
+    kernel_env = Dict(help="without a sandbox: added to the kernel's environment").tag(config=True)
+    scratch = Unicode(help="the kernel's HOME and cwd").tag(config=True)
+    cell_timeout = Integer(help="seconds per cell").tag(config=True)
+    submission_timeout = Float(help="seconds per notebook").tag(config=True)
+    max_output_bytes = Integer(help="output kept per cell").tag(config=True)
+    protected_packages = List(help="packages whose functions are restored before every test cell").tag(config=True)
+    preload = List(help="imported before student code, so their snapshot is trusted").tag(config=True)
+    trusted_setup = Dict(help="grade_id -> instructor statements to re-run first").tag(config=True)
+    report_path = Unicode(help="where the verdicts and events are written (JSON)").tag(config=True)
 
     def create_kernel_manager(self):
         km = SandboxKernelManager(config=self.config, transport="ipc",

@@ -31,8 +31,10 @@ from .sandbox import SandboxSpec
 from .execute import (DropEmptyNbgraderMetadata, GuardedExecute, VerdictSaveAutoGrades,
                       trusted_setup)
 from .feedback import FEEDBACK_PREPROCESSORS
-from .profile import GRADING_PARAMETERS, InjectGradingParameters
+from .profile import InjectGradingParameters
+from .settings import IOPUB_SECONDS, KERNEL_START_SECONDS
 from .validate import check_structure, read_submission, restore_structure
+from . import exchange
 
 LOG_NAME = "grader.log"
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent dies
@@ -46,6 +48,7 @@ class GradingLimits:
     cell_timeout: int          # seconds per cell
     submission_timeout: float  # seconds per notebook
     output_bytes: int          # output kept per cell
+    worker_seconds: float      # the whole submission, after which the batch kills the worker
 
 
 @dataclass(frozen=True)
@@ -64,7 +67,7 @@ class Job:
     kernel_env: dict          # without a sandbox: added to the kernel's environment
     protected_packages: tuple
     preload: tuple
-    parameters: dict = None   # the grading profile's sizes ({}: the lesson's own); None: the default profile
+    parameters: dict          # injected after the parameters cell: the grading profile's sizes ({}: none)
 
 
 def run_job(job):
@@ -104,12 +107,11 @@ def grade(job):
             events.append(problem)
             continue
         events.extend(check_structure(nb, release_dir / f"{notebook}.ipynb", notebook))
+        events.extend(exchange.others_named(nb, student, notebook))
         nb = restore_structure(nb, release_dir / f"{notebook}.ipynb")
         (submitted / f"{notebook}.ipynb").write_text(json.dumps(nb))
         valid.append(notebook)
-    timestamp = job.submission / "timestamp.txt"
-    if timestamp.is_file() and not timestamp.is_symlink() and timestamp.stat().st_size < 100:
-        shutil.copy(timestamp, submitted / "timestamp.txt")
+    events.extend(exchange.carry(job.submission, submitted))  # timestamp.txt, submission_secret.txt
 
     verdicts, timing, graded = {}, {}, []
     if valid:
@@ -134,6 +136,7 @@ def grade(job):
         graded_at = time.monotonic()
         if graded:
             _feedback(job, course, log_path, events)
+            exchange.timestamp_for_release(job.submission, course / "feedback" / student / assignment)
         timing["autograde_s"] = round(graded_at - started, 2)
         timing["feedback_s"] = round(time.monotonic() - graded_at, 2)
     result = {"timing": timing, "events": events, "verdicts": verdicts, "course": str(course),
@@ -158,8 +161,7 @@ def _config(job, course, notebook, report, release_path):
         ClearOutput, DeduplicateIds, DropEmptyNbgraderMetadata, OverwriteKernelspec,
         OverwriteCells, CheckCellMetadata]
     config.OverwriteCells.add_missing_cells = True
-    config.InjectGradingParameters.parameters = (GRADING_PARAMETERS if job.parameters is None
-                                                 else job.parameters)
+    config.InjectGradingParameters.parameters = job.parameters
     execute = config.GuardedExecute
     execute.sandbox_spec = job.sandbox
     execute.kernel_env = job.kernel_env
@@ -172,8 +174,8 @@ def _config(job, course, notebook, report, release_path):
     execute.report_path = str(report)
     execute.trusted_setup = trusted_setup(f"sqlite:///{course}/gradebook.db", job.assignment,
                                           notebook, release_path)
-    execute.startup_timeout = 120
-    execute.iopub_timeout = 10
+    execute.startup_timeout = KERNEL_START_SECONDS
+    execute.iopub_timeout = IOPUB_SECONDS
     return config
 
 

@@ -1,10 +1,9 @@
-"""What the instructor reads: a progress line per submission, grades.csv, the closing summary."""
-import csv
+"""What the instructor reads as the grading runs: a progress line per submission, the closing
+summary. (OUT's tables: autograde/outfolder.py.)"""
 import os
 import sys
 from collections import Counter
 
-COLUMNS = ["student_id", "assignment", "score", "max_score", "status", "detail"]
 FAILED = {"error", "missing", "invalid_notebook", "timeout", "kernel_died", "memory_limit",
           "sys_exit"}
 
@@ -39,33 +38,6 @@ def clock(seconds):
     minutes, seconds = divmod(round(seconds), 60)
     hours, minutes = divmod(minutes, 60)
     return f"{hours}:{minutes:02d}:{seconds:02d}" if hours else f"{minutes}:{seconds:02d}"
-
-
-def replace_atomically(path, write):
-    """write(temporary path) beside `path`, then rename it over `path`: a reader, or a crash at
-    any moment, sees the old file or the new one, never half of one."""
-    path = os.fspath(path)
-    temporary = f"{path}.tmp"
-    write(temporary)
-    with open(temporary, "rb") as f:
-        os.fsync(f.fileno())  # on disk before the rename, so a power cut cannot empty the file
-    os.replace(temporary, path)
-
-
-def write_csv(path, rows):
-    rows = sorted(rows, key=lambda r: (r["student_id"], r["assignment"]))
-
-    def write(temporary):
-        with open(temporary, "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=COLUMNS)
-            writer.writeheader()
-            writer.writerows(rows)
-    replace_atomically(path, write)
-
-
-def read_csv(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
 
 
 def summary(rows, seconds, jobs, kept=0):

@@ -13,9 +13,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from . import class_report, report
-
-RECORD = "graded.json"
+from . import outfolder
+from .outfolder import RECORD
 
 
 def fingerprint(files, salt):
@@ -75,8 +74,7 @@ class Record:
         data = {"planned": self.planned, "shard": self.shard,
                 "graded": [self.graded[key] for key in sorted(self.graded)]}
         text = json.dumps(data, indent=1)
-        report.replace_atomically(self.out / RECORD, lambda path: Path(path).write_text(text))
-        report.write_csv(self.out / "grades.csv", self.rows())
-        seconds = {key: entry["seconds"] for key, entry in self.graded.items()}
-        report.replace_atomically(self.out / "timings.csv",
-                                  lambda path: class_report.write_timings(path, seconds))
+        outfolder.replace_atomically(self.out / RECORD, lambda path: Path(path).write_text(text))
+        outfolder.write_grades(self.out / outfolder.GRADES, self.rows())
+        outfolder.write_timings(self.out / outfolder.TIMINGS,
+                                {key: entry["seconds"] for key, entry in self.graded.items()})

@@ -32,6 +32,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .settings import FILE_BYTES, PROCESSES, TMP_BYTES, KernelLimits, kernel_env
+
 ZYGOTE = str(Path(__file__).with_name("zygote.py"))
 
 UID_BASE = int(os.environ.get("AUTOGRADE_SANDBOX_UID_BASE", "64000"))
@@ -54,18 +56,10 @@ class SandboxError(RuntimeError):
 
 
 @dataclass(frozen=True)
-class KernelLimits:
-    memory_bytes: int
-    cpu_seconds: int
-    file_bytes: int = 256 * 1024 ** 2
-    processes: int = 1024
-
-
-@dataclass(frozen=True)
 class SandboxSpec:
     scratch: str                      # the kernel's HOME and cwd; with /tmp the only writable place
     limits: KernelLimits
-    env: dict = field(default_factory=dict)   # the kernel's whole environment
+    env: dict = field(default_factory=dict)   # the kernel's whole environment (settings.kernel_env)
     read_only: tuple = ()             # folders the kernel may read (missing ones are skipped)
     hide: tuple = ()                  # folders inside read_only that the kernel sees empty
     uid: int | None = None            # as root: the uid the kernel runs as
@@ -122,8 +116,8 @@ def zygote_command(spec, argv):
         elif os.path.isdir(path):
             args += ["--ro-bind", path, path]
     args += ["--proc", "/proc", "--dev", "/dev",
-             "--perms", "1777", "--size", str(512 * 1024 ** 2), "--tmpfs", "/tmp",
-             "--perms", "1777", "--size", str(512 * 1024 ** 2), "--tmpfs", "/dev/shm"]
+             "--perms", "1777", "--size", str(spec.limits.tmp_bytes), "--tmpfs", "/tmp",
+             "--perms", "1777", "--size", str(spec.limits.tmp_bytes), "--tmpfs", "/dev/shm"]
     for path in spec.read_only:  # after /tmp: the grader's folders may be in it
         if os.path.exists(path):
             for parent in reversed(Path(path).parents[:-1]):  # traversable by the kernel's uid
@@ -136,7 +130,7 @@ def zygote_command(spec, argv):
     for parent in reversed(Path(slot).parents[:-1]):
         args += ["--perms", "0755", "--dir", str(parent)]
     args += ["--bind", slot, slot, "--chdir", slot, "--clearenv"]
-    for name, value in _kernel_env(spec).items():
+    for name, value in spec.env.items():
         args += ["--setenv", name, value]
     return args + ["--"] + list(argv)
 
@@ -177,14 +171,6 @@ def kernel_command(spec, ipykernel_args):
     return [sys.executable, "-I", "-S", ZYGOTE, "connect", spec.zygote, *ipykernel_args]
 
 
-def _kernel_env(spec):
-    env = dict(spec.env)
-    env.update(HOME=spec.scratch, TMPDIR="/tmp", USER="student", LOGNAME="student",
-               MPLCONFIGDIR="/tmp/matplotlib", IPYTHONDIR=f"{spec.scratch}/.ipython",
-               JUPYTER_RUNTIME_DIR="/tmp/jupyter", PYTHONNOUSERSITE="1")
-    return env
-
-
 def _inside(path, folder):
     return Path(path) == Path(folder) or Path(folder) in Path(path).parents
 
@@ -202,9 +188,11 @@ def check_available():
     with tempfile.TemporaryDirectory(prefix="autograde-probe-") as slot:
         scratch = os.path.join(slot, "home")
         os.mkdir(scratch)
-        spec = SandboxSpec(scratch=scratch, uid=kernel_uids(1)[0],
+        spec = SandboxSpec(scratch=scratch, uid=kernel_uids(1)[0], env=kernel_env(scratch=scratch),
                            read_only=(sys.base_prefix, sys.prefix, os.path.dirname(ZYGOTE)),
-                           limits=KernelLimits(memory_bytes=2 * 1024 ** 3, cpu_seconds=10))
+                           limits=KernelLimits(memory_bytes=2 * 1024 ** 3, cpu_seconds=10,
+                                               file_bytes=FILE_BYTES, processes=PROCESSES,
+                                               tmp_bytes=TMP_BYTES))
         give_to_kernel(spec, slot, scratch)
         settings = json.dumps(dataclasses.asdict(spec))
         probe = subprocess.run(zygote_command(spec, [sys.executable, "-I", "-S", ZYGOTE, "probe",

@@ -20,7 +20,7 @@ import warnings
 from pathlib import Path
 
 from . import class_report, report, resume
-from .course import ensure_venv_on_path
+from .nbgrader_course import ensure_venv_on_path
 
 
 class ShardError(RuntimeError):

@@ -41,7 +41,6 @@ PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 SIOCSIFFLAGS, IFF_UP, IFF_LOOPBACK, IFF_RUNNING = 0x8914, 0x1, 0x8, 0x40
 CAPABILITY_VERSION_3 = 0x20080522
-TMPFS_BYTES = 512 * 1024 ** 2
 MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
 ST_RELATIME = 4096  # statvfs's flag; its other flags have the values of the MS_* above
 
@@ -210,7 +209,7 @@ def _isolate(spec):
             _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags)
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     for target in ("/tmp", "/dev/shm"):
-        _fresh_tmpfs(target)
+        _fresh_tmpfs(target, spec["limits"]["tmp_bytes"])
     _loopback_up()
     _libc.sethostname(b"kernel", 6)
     limits = spec["limits"]
@@ -223,13 +222,13 @@ def _isolate(spec):
     _drop_privileges(spec["uid"])
 
 
-def _fresh_tmpfs(target):
+def _fresh_tmpfs(target, size):
     """A new, empty tmpfs at `target`, with the mounts that were below it (the grader's folders
     may lie in /tmp: the slot's, the venv's in CI) bound again at the same paths."""
     below = [path for path in _mount_points() if path.startswith(target + "/")]
     below = [path for path in below if not any(path.startswith(other + "/") for other in below)]
     kept = [(path, os.open(path, os.O_PATH), _mount_flags(path)) for path in below]
-    _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, f"size={TMPFS_BYTES},mode=1777")
+    _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
     for path, fd, flags in kept:
         if os.path.isdir(f"/proc/self/fd/{fd}"):
             os.makedirs(path, mode=0o755, exist_ok=True)

@@ -31,12 +31,13 @@ from pathlib import Path
 
 import polib
 
+from autograde.assignments import assignment
+from helpers.language import LANGUAGE_NAMES, NOT_YET_TRANSLATED, TRANSLATED
 from helpers.language import LOCALE as HELPERS_LOCALE
-from helpers.language import NOT_YET_TRANSLATED
 
 from .paths import LOCALE, ROOT, SOLUTIONS, lessons
 
-LANGUAGES = ("nl", "id")      # translated; English is the source
+LANGUAGES = TRANSLATED        # translated; English is the source (helpers/language.py lists them)
 HELPERS_DOMAIN = "helpers"
 HIDDEN_DOMAIN = "hidden-tests"  # messages of the hidden tests: read by the grader only, never released
 WRAP = 100                    # line width of the .po files
@@ -133,9 +134,6 @@ def render_markdown(markdown, translations, marker):
 
 
 # ---- extraction -------------------------------------------------------------------------------
-
-LANGUAGE_NAMES = {"nl": "Dutch", "id": "Indonesian"}
-
 
 def _catalog(language=None):
     catalog = polib.POFile(wrapwidth=WRAP)
@@ -420,12 +418,6 @@ def translate_lessons(out, language, source=SOLUTIONS, names=None):
         write_notebook(translated_notebook(Path(source) / lesson / f"{lesson}.ipynb", language), path)
         paths.append(path)
     return paths
-
-
-def assignment(lesson, language):
-    """The nbgrader assignment of a lesson in a language: the gradebook keeps the languages apart,
-    and autograde.class_report.lesson_and_language joins them again ("01_basic_loop-nl")."""
-    return lesson if language == "en" else f"{lesson}-{language}"
 
 
 def translate_hidden_tests(notebook, language):

@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from autograde.course import generate_assignments
+from autograde.nbgrader_course import generate_assignments
 
 from . import i18n
 from .paths import JUPYTER_CONFIG, NOTEBOOKS, ROOT, lessons

@@ -15,10 +15,18 @@ from pathlib import Path
 
 import polib
 
-LANGUAGES = ("en", "nl", "id")
+# The course's languages, the one list of them (course/ and autograde/ read it from here): each
+# language's English name and what follows English text whose translation is missing or out of
+# date (fuzzy). English is the source. A fourth language is a line here plus its catalogs
+# (`python -m course.i18n update` writes them empty, translators fill them).
+LANGUAGE_TABLE = {"en": ("English", None),
+                  "nl": ("Dutch", "[nog niet vertaald]"),
+                  "id": ("Indonesian", "[belum diterjemahkan]")}
+LANGUAGES = tuple(LANGUAGE_TABLE)
+TRANSLATED = LANGUAGES[1:]  # the languages translated from English
+LANGUAGE_NAMES = {language: name for language, (name, _) in LANGUAGE_TABLE.items()}
+NOT_YET_TRANSLATED = {language: note for language, (_, note) in LANGUAGE_TABLE.items() if note}
 LOCALE = Path(__file__).resolve().parent / "locale"
-# shown after English text whose translation is missing or out of date (fuzzy)
-NOT_YET_TRANSLATED = {"nl": "[nog niet vertaald]", "id": "[belum diterjemahkan]"}
 
 _language = "en"
 

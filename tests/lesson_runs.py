@@ -122,7 +122,7 @@ def grade_lessons(root, lessons):
         folder.mkdir(parents=True)
         nbformat.write(nb, folder / f"{lesson}.ipynb")
     out = Path(root) / "out"
-    run = subprocess.run([sys.executable, "-m", "autograde", "--submissions", str(submissions),
+    run = subprocess.run([sys.executable, "-m", "course.grade", "--submissions", str(submissions),
                           "--out", str(out), "--jobs", str(os.cpu_count())],
                          cwd=ROOT, capture_output=True, text=True, timeout=1200)
     rows = {}

@@ -59,7 +59,7 @@ def toy():
     root = Path(tempfile.mkdtemp(prefix="autograde-test-"))
     source = write_source(root / "source")
     seed = root / "seed"
-    from autograde.course import assignments_in, prepare
+    from autograde.nbgrader_course import assignments_in, prepare
     prepare(source, seed, assignments_in(source))
     release = nbformat.read(seed / "release" / "toy" / "toy.ipynb", as_version=4)
     yield root, source, release
@@ -164,7 +164,7 @@ def test_error_rows_name_the_cause_and_keep_the_traceback(graded):
 
 def test_gradebook_holds_every_row_for_formgrader(graded):
     from nbgrader.api import Gradebook
-    from autograde.course import ensure_venv_on_path
+    from autograde.nbgrader_course import ensure_venv_on_path
     ensure_venv_on_path()
     rows = table(graded["out"])
     with Gradebook(f"sqlite:///{graded['out']}/gradebook.db") as gb:

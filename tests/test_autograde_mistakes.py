@@ -511,7 +511,7 @@ def _grade_restructured():
             folder = root / "submissions" / "restructured" / lesson
             folder.mkdir(parents=True)
             nbformat.write(nb, folder / f"{lesson}.ipynb")
-        run = subprocess.run([sys.executable, "-m", "autograde", "--submissions", str(root / "submissions"),
+        run = subprocess.run([sys.executable, "-m", "course.grade", "--submissions", str(root / "submissions"),
                               "--out", str(root / "out"), "--jobs", str(os.cpu_count())],
                              cwd=ROOT, capture_output=True, text=True, timeout=3600)
         assert run.returncode == 0, run.stderr[-3000:]

@@ -126,7 +126,7 @@ def changed(interrupted, toy_class):
     shutil.copytree(root / "submissions", submissions)
     nbformat.write(answer(release, PERFECT), submissions / "student1" / "toy" / "toy.ipynb")
     from nbgrader.api import Gradebook
-    from autograde.course import ensure_venv_on_path
+    from autograde.nbgrader_course import ensure_venv_on_path
     ensure_venv_on_path()
     with Gradebook(f"sqlite:///{out}/gradebook.db") as gb:
         gb.find_grade("test_add", "toy", "toy", "student0").manual_score = 1

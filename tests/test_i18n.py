@@ -217,15 +217,17 @@ def test_the_language_is_course_lang_never_the_shells_lang(command, expected):
 
 def test_class_report_shows_a_lesson_across_languages():
     from autograde import class_report
-    rows = [{"student_id": s, "assignment": a, "score": score}
-            for s, a, score in [("a", "01_basic_loop", 6), ("b", "01_basic_loop-nl", 2), ("c", "01_basic_loop-nl", 6),
-                                ("d", "01_basic_loop-id", 6), ("e", "02_accelerator", 7)]]
-    tests = {("01_basic_loop", "01_basic_loop", "l1-test"): [("a", True, None)],
-             ("01_basic_loop-nl", "01_basic_loop", "l1-test"): [("b", False, "AssertionError: ..."), ("c", True, None)],
-             ("01_basic_loop-id", "01_basic_loop", "l1-test"): [("d", True, None)],
-             ("02_accelerator", "02_accelerator", "l2-test"): [("e", True, None)]}
-    assert class_report.lesson_and_language("01_basic_loop-nl") == ("01_basic_loop", "nl")
-    assert class_report.lesson_and_language("06_local_sgd") == ("06_local_sgd", "en")
+    from autograde.assignments import lesson_and_language
+    rows = [{"student_id": s, "assignment": a, "language": lang, "score": score}
+            for s, a, lang, score in [("a", "01_basic_loop", "en", 6), ("b", "01_basic_loop", "nl", 2),
+                                      ("c", "01_basic_loop", "nl", 6), ("d", "01_basic_loop", "id", 6),
+                                      ("e", "02_accelerator", "en", 7)]]
+    tests = {("01_basic_loop", "01_basic_loop", "l1-test"): [
+                 ("a", "en", True, None), ("b", "nl", False, "AssertionError: ..."), ("c", "nl", True, None),
+                 ("d", "id", True, None)],
+             ("02_accelerator", "02_accelerator", "l2-test"): [("e", "en", True, None)]}
+    assert lesson_and_language("01_basic_loop-nl") == ("01_basic_loop", "nl")
+    assert lesson_and_language("06_local_sgd") == ("06_local_sgd", "en")
     blocks = class_report._across_languages(rows, tests)
     assert blocks == [("h2", "01_basic_loop across languages"), ("table", [
         ["", "en", "nl", "id", "all"],
@@ -285,3 +287,24 @@ def test_make_lab_uses_jupyterlabs_language_pack_only_where_installed(tmp_path):
     assert "jupyter/lab-nl" not in without and f"JUPYTER_CONFIG_PATH={ROOT}/jupyter:{ROOT}/jupyter/lab-nl " in with_pack
     settings = json.loads((ROOT / "jupyter" / "lab-nl" / "labconfig" / "default_setting_overrides.json").read_text())
     assert settings["@jupyterlab/translation-extension:plugin"]["locale"] == "nl_NL"
+
+
+def test_a_language_the_course_lacks_is_graded_in_english_and_says_so(tmp_path):
+    """course_language = "fr" (a typo): the submission stays the English lesson, its kernel runs in
+    English (the grader injects course_language), and its row's detail says so."""
+    from types import SimpleNamespace
+
+    from autograde.batch import _parameters
+    from autograde.collect import collect
+    lesson = "01_basic_loop"
+    assignments = {i18n.assignment(lesson, lang): [lesson] for lang in ("en", *i18n.LANGUAGES)}
+    text = (NOTEBOOKS / lesson / f"{lesson}.ipynb").read_text()
+    assert text.count('course_language = \\"en\\"') == 1
+    (tmp_path / "typo" / lesson).mkdir(parents=True)
+    (tmp_path / "typo" / lesson / f"{lesson}.ipynb").write_text(
+        text.replace('course_language = \\"en\\"', 'course_language = \\"fr\\"'))
+    [found] = collect(tmp_path, assignments, tmp_path / "work")
+    assert (found.assignment, found.language) == (lesson, "en")
+    assert "'fr'" in found.note and "English" in found.note
+    options = SimpleNamespace(parameters={"epochs": 1})
+    assert _parameters(options, found) == {"epochs": 1, "course_language": "en"}

@@ -1,10 +1,13 @@
-"""A class that mixes languages, graded in one batch the default way (no --source): a perfect and a
+"""A class that mixes languages, graded in one batch as `make autograde` does (python -m course.grade,
+which writes the course's source in every language): a perfect and a
 wrong submission of lessons 1 and 2 in English, Dutch and Indonesian, all handed in as
 <student>/<lesson>/ (as nbgrader collect or an LMS export gives them). Each is graded as the
 assignment of its notebook's language, as course.i18n names them (01_basic_loop, 01_basic_loop-nl,
 01_basic_loop-id, ...), with the English scores, status "graded" (the translated release's
 checksums are nbgrader's own), its failure message in its language (in the autograded notebook
-and the feedback), and no hidden test in its feedback.
+and the feedback), and no hidden test in its feedback. What the instructor reads speaks of
+lessons: grades.csv's rows name the lesson and the language, grades_wide.csv and the class report
+have one column and one section per lesson.
 """
 import csv
 import html
@@ -95,12 +98,13 @@ def _grade_languages():
                 folder = root / "submissions" / f"{kind}-{lang}" / lesson  # the folder does not say the language
                 folder.mkdir(parents=True)
                 (folder / f"{lesson}.ipynb").write_text(json.dumps(submission(lesson, lang, kind == "wrong")))
-    run = subprocess.run([sys.executable, "-m", "autograde", "--submissions", str(root / "submissions"),
+    run = subprocess.run([sys.executable, "-m", "course.grade", "--submissions", str(root / "submissions"),
                           "--out", str(root / "out"), "--jobs", str(os.cpu_count())],
                          cwd=ROOT, capture_output=True, text=True, timeout=1800)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
-    with open(root / "out" / "grades.csv", newline="") as f:
-        return root, {(r["student_id"], r["assignment"]): r for r in csv.DictReader(f)}
+    with open(root / "out" / "grades.csv", newline="") as f:  # a lesson and its language per row
+        return root, {(r["student_id"], i18n.assignment(r["assignment"], r["language"])): r
+                      for r in csv.DictReader(f)}
 
 
 background.offer("graded_languages", _grade_languages)
@@ -123,6 +127,8 @@ def test_each_submission_is_graded_as_its_notebooks_language(graded_languages):
 @pytest.mark.parametrize("lesson", MISTAKES)
 def test_every_language_gets_the_english_scores(graded_languages, lesson):
     _, rows = graded_languages
+    assert {(row["assignment"], row["language"]) for row in rows.values() if row["assignment"] == lesson} == {
+        (lesson, lang) for lang in LANGUAGES}
     for kind in ("perfect", "wrong"):
         english = rows[(f"{kind}-en", lesson)]
         for lang in i18n.LANGUAGES:
@@ -162,9 +168,13 @@ def test_no_hidden_test_in_any_languages_feedback(graded_languages, lang):
             assert not leaked, f"{kind}-{lang} {lesson}: {leaked}"
 
 
-def test_the_class_report_shows_each_lesson_across_languages(graded_languages):
+def test_the_class_report_shows_each_lesson_once_and_across_languages(graded_languages):
     out, _ = graded_languages
     report = (out / "report.md").read_text()
     for lesson in MISTAKES:
         assert f"## {lesson} across languages" in report
+        assert report.count(f"\n## {lesson}\n") == 1  # one section per lesson, every language in it
     assert "| l1-test-train-one-epoch | 1/2 (50 %) | 1/2 (50 %) | 1/2 (50 %) | 3/6 (50 %) |" in report
+    assert "| l1-test-train-one-epoch | 3/6 (50 %) |" in report
+    with open(out / "grades_wide.csv", newline="") as f:  # one column per lesson
+        assert next(csv.reader(f)) == ["student_id", *MISTAKES, "total"]

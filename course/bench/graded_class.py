@@ -9,7 +9,6 @@ output, as a real notebook might. Used by tests/test_class_report.py and by make
 time for 100 submissions).
 """
 import base64
-import csv
 import json
 import warnings
 from pathlib import Path
@@ -18,14 +17,15 @@ PADDING = base64.b64encode(bytes(range(256)) * 400).decode()  # ~130 KB: a plot'
 
 
 def graded_class(source, out, students, fails, pad_outputs=False):
-    from autograde.course import assignments_in, ensure_venv_on_path, prepare
+    from autograde import outfolder
+    from autograde.nbgrader_course import assignments_in, ensure_venv_on_path, prepare
     from nbgrader.api import Gradebook
     ensure_venv_on_path()
     warnings.filterwarnings("ignore", module="nbgrader.api")
     out = Path(out).resolve()
     assignments = assignments_in(source)
     prepare(source, out, assignments)
-    rows, timings = [], []
+    rows, timings = [], {}
     with Gradebook(f"sqlite:///{out}/gradebook.db") as gb:
         for index in range(students):
             student = f"student{index:03d}"
@@ -48,11 +48,9 @@ def graded_class(source, out, students, fails, pad_outputs=False):
                 rows.append({"student_id": student, "assignment": assignment,
                              "score": f"{submission.score:g}", "max_score": f"{submission.max_score:g}",
                              "status": "graded", "detail": ""})
-                timings.append((student, assignment, 10 + index % 7))
-    _write_csv(out / "grades.csv", ["student_id", "assignment", "score", "max_score", "status", "detail"],
-               [[r[k] for k in ("student_id", "assignment", "score", "max_score", "status", "detail")]
-                for r in rows])
-    _write_csv(out / "timings.csv", ["student_id", "assignment", "seconds"], timings)
+                timings[(student, assignment)] = 10 + index % 7
+    outfolder.write_grades(out / outfolder.GRADES, rows)
+    outfolder.write_timings(out / outfolder.TIMINGS, timings)
     return out
 
 
@@ -83,11 +81,3 @@ def _write_autograded(path, release, errors, pad_outputs):
 
 def cell_source(cell):
     return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-
-
-def _write_csv(path, header, rows):
-    with open(path, "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(header)
-        writer.writerows(rows)
-

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import nbformat
 
-from autograde.course import nbgrader_environment
+from autograde import outfolder
+from autograde.nbgrader_course import nbgrader_environment
 
 from ..paths import NOTEBOOKS, ROOT, SOLUTIONS, lessons
 from ..run import children_cpu_seconds
@@ -131,7 +132,7 @@ def _measured(command, env):
 def plain_nbgrader(course, submissions, env):
     """nbgrader's own way: a course folder, `nbgrader autograde LESSON` for one lesson after
     another. Returns (wall, cpu, {(student, lesson): score})."""
-    prepare = [sys.executable, "-c", "import sys; from autograde.course import assignments_in, "
+    prepare = [sys.executable, "-c", "import sys; from autograde.nbgrader_course import assignments_in, "
                "prepare; prepare(sys.argv[1], sys.argv[2], assignments_in(sys.argv[1]))",
                str(SOLUTIONS), str(course)]
     wall, cpu = _measured(prepare, env)
@@ -150,7 +151,7 @@ def plain_nbgrader(course, submissions, env):
 
 def make_autograde(out, submissions, jobs, env, *extra):
     """What `make autograde` runs. Returns (wall, cpu, {(student, lesson): score})."""
-    wall, cpu = _measured([sys.executable, "-m", "autograde", "--submissions", str(submissions),
+    wall, cpu = _measured([sys.executable, "-m", "course.grade", "--submissions", str(submissions),
                            "--out", str(out), "--jobs", str(jobs), *extra], env)
     with open(out / "grades.csv", newline="") as table:
         scores = {(r["student_id"], r["assignment"]): float(r["score"]) for r in csv.DictReader(table)}
@@ -167,7 +168,7 @@ def report_seconds(work, students=25):
                        pad_outputs=True)
     start = time.perf_counter()
     class_report.write(out)
-    return time.perf_counter() - start, len(class_report.read_csv(out / "grades.csv"))
+    return time.perf_counter() - start, len(outfolder.read_csv(out / outfolder.GRADES))
 
 
 def figure_grading(setting, folder):

@@ -1,0 +1,113 @@
+"""A grading run's settings, parsed once (autograde/__main__.py), and every limit a kernel gets.
+
+`GradingSettings` is frozen. Its fields decide what a rerun grades again: every field counts in a
+submission's fingerprint (autograde/resume.py) unless it is marked `run_only` (where the files
+are, how many jobs, which share): a field added and forgotten makes a rerun grade again rather
+than keep grades the new field would change.
+
+The limits, each written here once:
+- per kernel: --memory-mb of address space; CPU seconds derived from --timeout; files, processes,
+  and the size of its private /tmp and /dev/shm (KernelLimits, applied by autograde/zygote.py;
+  bwrap gives the zygote the same /tmp);
+- per cell and per notebook: --cell-timeout and --timeout (autograde/execute.py); the kernel's
+  start and its output's wait (KERNEL_START_SECONDS, IOPUB_SECONDS); --max-output-bytes per cell;
+- per submission: the worker's whole budget (`worker_seconds`), after which the batch kills it.
+What a kernel may read and what it sees empty, and its environment, are built here too
+(`exposed`, `hidden`, `kernel_env`).
+"""
+import sys
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from . import REPO
+
+FILE_BYTES = 256 * 1024 ** 2      # the largest file a kernel may write
+PROCESSES = 1024                  # processes and threads of the kernel's uid
+TMP_BYTES = 512 * 1024 ** 2       # each of the kernel's /tmp and /dev/shm (in memory)
+KERNEL_START_SECONDS = 120        # a kernel that has not started by then fails the notebook
+IOPUB_SECONDS = 10                # waiting for a cell's last output once it has finished
+WORKER_SECONDS = 180              # a worker's own work (nbgrader, feedback) beside its notebooks
+
+
+def run_only(default=None):
+    """A field that does not change a grade (not in the fingerprint)."""
+    return field(default=default, metadata={"run_only": True})
+
+
+@dataclass(frozen=True)
+class KernelLimits:
+    memory_bytes: int
+    cpu_seconds: int
+    file_bytes: int
+    processes: int
+    tmp_bytes: int
+
+
+@dataclass(frozen=True)
+class GradingSettings:
+    # what changes a grade
+    cell_timeout: int          # seconds per cell
+    timeout: float             # seconds per notebook
+    memory_mb: int             # address space per kernel
+    max_output_bytes: int      # output kept per cell
+    protected: tuple           # packages whose functions are restored before every test cell
+    preload: tuple             # imported before student code, so their snapshot is trusted
+    sandbox: bool              # False: kernels run as the grader (trusted submissions only)
+    parameters: dict           # the grading profile's sizes ({}: the lesson's own)
+    # what does not
+    submissions: str = run_only("")
+    out: str = run_only("")
+    source: str = run_only("")
+    jobs: int = run_only(1)
+    named_regexp: str = run_only()
+    shard: tuple = run_only()
+    regrade: bool = run_only(False)
+
+    def grading_rules(self):
+        """{field: value} of what changes a grade: the salt of every submission's fingerprint."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if not f.metadata.get("run_only")}
+
+    def kernel_limits(self):
+        # CPU seconds: a notebook's wall-clock limit four times over (a kernel's threads count
+        # together) and a minute for its imports; the wall clock stops a notebook long before.
+        return KernelLimits(memory_bytes=self.memory_mb * 1024 ** 2,
+                            cpu_seconds=int(self.timeout * 4 + 60), file_bytes=FILE_BYTES,
+                            processes=PROCESSES, tmp_bytes=TMP_BYTES)
+
+    def worker_seconds(self, notebooks):
+        """How long a worker may grade a submission of `notebooks` notebooks before it is killed."""
+        return self.timeout * notebooks + WORKER_SECONDS
+
+
+def kernel_env(cache=None, scratch=None):
+    """A kernel's whole environment: one thread, offline, the course on its path, the model cache
+    (`cache`); with a sandbox (`scratch`: its HOME and cwd) also its home and private /tmp."""
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+           "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+           "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+           "TRANSFORMERS_OFFLINE": "1", "PYTHONHASHSEED": "0", "MPLBACKEND": "agg",
+           "PYTHONPATH": str(REPO)}
+    if cache:
+        env["COURSE_CACHE"] = str(cache)
+    if scratch:
+        env.update(HOME=str(scratch), TMPDIR="/tmp", USER="student", LOGNAME="student",
+                   MPLCONFIGDIR="/tmp/matplotlib", IPYTHONDIR=f"{scratch}/.ipython",
+                   JUPYTER_RUNTIME_DIR="/tmp/jupyter", PYTHONNOUSERSITE="1")
+    return env
+
+
+def exposed(env):
+    """What a kernel may read: Python, the course's packages, the model cache."""
+    paths = [sys.base_prefix, sys.prefix, str(REPO / "helpers"), str(REPO / "autograde")]
+    return paths + ([env["COURSE_CACHE"]] if "COURSE_CACHE" in env else [])
+
+
+def hidden(source, out, submissions, jobs_dir):
+    """What a kernel sees empty where it lies inside what it may read: the grader's folders and
+    the course's git history."""
+    paths = [source, out, Path(submissions).resolve(), jobs_dir]
+    for parent in [source, *source.parents]:
+        if (parent / ".git").exists():
+            paths.append(parent / ".git")
+            break
+    return [str(p) for p in paths]
