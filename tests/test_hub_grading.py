@@ -1,0 +1,93 @@
+"""What nbgrader's exchange leaves beside a notebook, through the course's grader (autograde/exchange.py).
+
+One batch grades a toy class in nbgrader's `submitted/` layout as `nbgrader collect` leaves it:
+- `ontime`: answered, with the timestamp.txt and submission_secret.txt that the exchange writes;
+  after grading, `nbgrader release_feedback` from OUT must put the feedback into the exchange under
+  the name `nbgrader fetch_feedback` looks for (a hash of the secret and the notebook's name);
+- `garbled`: the same with a timestamp.txt that is not a time (an LMS upload, a hand edit): full
+  marks, status graded, a clear line in the detail, and its feedback releases too;
+- `copier`: a notebook whose hub stamp (metadata `efficient_training.saved_by`) names another
+  student: graded, and flagged in the row's detail.
+"""
+import csv
+import subprocess
+import sys
+import tempfile
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbgrader.utils import notebook_hash
+
+from autograde_toy import PERFECT, answer, released_toy, require_sandbox, write_source
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parent.parent
+SECRETS = {"ontime": "ab" * 64, "garbled": "cd" * 64, "copier": "ef" * 64}
+TIMESTAMPS = {"ontime": "2026-12-01 14:00:00.000000 UTC", "garbled": "next tuesday, honest",
+              "copier": "2026-12-01 14:05:00.000000 UTC"}
+OPTIONS = ["--cell-timeout", "10", "--timeout", "30", "--memory-mb", "2048", "--preload", "numpy",
+           "--protected", "builtins", "math", "numpy", "IPython", "ipykernel"]
+
+
+@pytest.fixture(scope="module")
+def hub_class():
+    require_sandbox()
+    root = Path(tempfile.mkdtemp(prefix="hub-grading-"))
+    source = write_source(root / "source")
+    release = released_toy(source, root / "seed")
+    submitted = root / "submitted"
+    for student in ("ontime", "garbled", "copier"):
+        folder = submitted / student / "toy"
+        folder.mkdir(parents=True)
+        notebook = answer(release, PERFECT)
+        if student == "copier":
+            notebook.metadata["efficient_training"] = {"saved_by": ["ontime", "copier"]}
+        nbformat.write(notebook, folder / "toy.ipynb")
+        (folder / "timestamp.txt").write_text(TIMESTAMPS[student])
+        (folder / "submission_secret.txt").write_text(SECRETS[student])
+    out = root / "out"
+    run = subprocess.run([sys.executable, "-m", "autograde", "--submissions", str(submitted),
+                          "--out", str(out), "--source", str(source), "--jobs", "2", *OPTIONS],
+                         cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    with open(out / "grades.csv", newline="") as table:
+        rows = {row["student_id"]: row for row in csv.DictReader(table)}
+    yield root, out, rows
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_malformed_timestamp_never_costs_the_grade(hub_class):
+    _, _, rows = hub_class
+    row = rows["garbled"]
+    assert (row["status"], float(row["score"])) == ("graded", 6.0), row
+    assert "timestamp.txt is not a time ('next tuesday, honest'): graded as submitted on time" \
+        in row["detail"], row
+    assert "timestamp" not in rows["ontime"]["detail"], rows["ontime"]
+
+
+def test_feedback_goes_back_through_the_exchange(hub_class):
+    root, out, rows = hub_class
+    assert all(rows[s]["status"] == "graded" for s in SECRETS), rows
+    exchange = root / "exchange"
+    exchange.mkdir()
+    released = subprocess.run(
+        [str(Path(sys.executable).parent / "nbgrader"), "release_feedback", "toy", "--course", "toy",
+         f"--Exchange.root={exchange}"], cwd=out, capture_output=True, text=True, timeout=120)
+    assert released.returncode == 0, released.stdout[-2000:] + released.stderr[-3000:]
+    for student, secret in SECRETS.items():
+        assert (out / "feedback" / student / "toy" / "submission_secret.txt").read_text() == secret
+        page = exchange / "toy" / "feedback" / f"{notebook_hash(secret=secret, notebook_id='toy')}.html"
+        assert page.is_file(), f"{student}'s feedback is not where fetch_feedback looks: {page}"
+        assert page.read_bytes() == (out / "feedback" / student / "toy" / "toy.html").read_bytes()
+    # the secret never reaches the kernel: it is not in the student's scratch files
+    assert not list((out / "autograded").rglob("*.py"))
+
+
+def test_a_notebook_saved_by_another_student_is_flagged(hub_class):
+    _, _, rows = hub_class
+    row = rows["copier"]
+    assert (row["status"], float(row["score"])) == ("graded", 6.0), row
+    assert "toy.ipynb was saved on the hub by ontime, not only by copier" in row["detail"], row
+    assert "saved on the hub" not in rows["ontime"]["detail"]
