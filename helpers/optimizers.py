@@ -21,25 +21,35 @@ from .training import train_pytorch
 OPTIMIZERS = ("adamw", "adafactor", "adamw_8bit")
 
 
-@functools.lru_cache(maxsize=1)
-def eight_bit_unavailable():
-    """None when bitsandbytes' AdamW8bit can train here; else the reason, in words.
+def default_device():
+    """Where compare_optimizers trains: the GPU (cuda) when there is one, else the CPU."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def eight_bit_unavailable(device=None):
+    """None when bitsandbytes' AdamW8bit can train on `device` (default: `default_device()`); else
+    the reason, in words.
 
     The probe runs in a child process: once a process has imported bitsandbytes, accelerate's
     notebook_launcher (helpers.run_on_processes) refuses to start processes from it.
     """
-    probe = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True)
+    return _eight_bit_probe(torch.device(device or default_device()).type)
+
+
+@functools.lru_cache(maxsize=None)
+def _eight_bit_probe(device_type):
+    probe = subprocess.run([sys.executable, "-c", _PROBE, device_type], capture_output=True, text=True)
     if probe.returncode == 0:
         return None
     lines = probe.stderr.strip().splitlines() or ["no output"]
-    return f"bitsandbytes' AdamW8bit does not run on this machine ({lines[-1]})"
+    return f"bitsandbytes' AdamW8bit does not run on this machine's {device_type} ({lines[-1]})"
 
 
 _PROBE = """
-import torch, bitsandbytes
-layer = torch.nn.Linear(64, 64)
+import sys, torch, bitsandbytes
+layer = torch.nn.Linear(64, 64).to(sys.argv[1])
 optimizer = bitsandbytes.optim.AdamW8bit(layer.parameters(), lr=1e-3)
-layer(torch.ones(2, 64)).sum().backward()
+layer(torch.ones(2, 64, device=sys.argv[1])).sum().backward()
 optimizer.step()
 """
 
@@ -89,26 +99,29 @@ def state_bytes_per_parameter(optimizer):
 
 
 def compare_optimizers(tokenized_train, tokenizer, *, names=OPTIMIZERS, batch_size=16, epochs=1,
-                       learning_rates=None, progress=True):
+                       learning_rates=None, device=None, progress=True):
     """Train the same model (same start, same batches) with each optimizer; one row per optimizer.
 
-    A row holds plain numbers: state bytes, bytes per parameter, seconds, the loss per step.
-    Optimizers that cannot run here (8-bit AdamW without its kernels) are left out. With
-    "adamw_8bit" this process imports bitsandbytes, and can no longer use helpers.run_on_processes.
+    All of them train on one device, `device` (default: `default_device()`), so that their seconds
+    compare; bitsandbytes' 8-bit AdamW runs on the CPU as well as on a GPU.
+    A row holds the device's type ("cuda", "cpu") and plain numbers: state bytes, bytes per
+    parameter, seconds, the loss per step. Optimizers that cannot run there (8-bit AdamW without
+    its kernels) are left out. With "adamw_8bit" this process imports bitsandbytes, and can no
+    longer use helpers.run_on_processes.
     """
     learning_rates = {"adamw": 5e-4, "adafactor": 5e-4, "adamw_8bit": 5e-4, **(learning_rates or {})}
+    device = torch.device(device or default_device())
     rows = []
     for name in names:
-        if name == "adamw_8bit" and eight_bit_unavailable():
+        if name == "adamw_8bit" and eight_bit_unavailable(device):
             continue
         with quiet():
             torch.manual_seed(0)
             model = load_model()
             loader = make_dataloader(tokenized_train, tokenizer, batch_size, shuffle=True)
             optimizer = make_optimizer(name, model.parameters(), learning_rates[name])
-        history = train_pytorch(model, loader, epochs=epochs, optimizer=optimizer, device="cpu"
-                                if name != "adamw_8bit" else None, progress=progress)
-        rows.append({"optimizer": name, "parameters": count_parameters(model.parameters()),
+        history = train_pytorch(model, loader, epochs=epochs, optimizer=optimizer, device=device, progress=progress)
+        rows.append({"optimizer": name, "device": device.type, "parameters": count_parameters(model.parameters()),
                      "state_bytes": optimizer_state_bytes(optimizer),
                      "bytes_per_parameter": state_bytes_per_parameter(optimizer),
                      "seconds": history.seconds, "final_loss": sum(history.loss[-5:]) / len(history.loss[-5:]),

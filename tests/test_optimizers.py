@@ -122,3 +122,23 @@ def test_trainer_optim_adafactor_builds_the_same_optimizer(tokenizer, small_data
 def test_unknown_optimizer_is_named():
     with pytest.raises(ValueError, match="adamw_8bit"):
         optimizers.make_optimizer("adam8", model_of().parameters())
+
+
+def test_every_optimizer_trains_on_one_device_and_each_row_names_it(tokenizer, small_data, monkeypatch):
+    """On a GPU machine all three train on cuda (the table's seconds compare); no GPU is needed to
+    check it: the training is recorded, not run, and 8-bit AdamW is a plain AdamW here."""
+    devices = []
+
+    def recording_train(model, loader, *, device, **training):
+        devices.append(torch.device(device).type if device is not None else None)
+        return helpers.History(loss=[0.5], seconds=1.0)
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(optimizers, "train_pytorch", recording_train)
+    monkeypatch.setattr(optimizers, "make_optimizer", lambda name, parameters, lr: torch.optim.AdamW(parameters, lr))
+    monkeypatch.setattr(optimizers, "eight_bit_unavailable", lambda *device: None)
+    rows = optimizers.compare_optimizers(small_data["train"], tokenizer, progress=False)
+    assert devices == ["cuda", "cuda", "cuda"]
+    assert [row["device"] for row in rows] == ["cuda", "cuda", "cuda"]
+    rows = optimizers.compare_optimizers(small_data["train"], tokenizer, device="cpu", progress=False)
+    assert devices[3:] == ["cpu", "cpu", "cpu"] and {row["device"] for row in rows} == {"cpu"}
