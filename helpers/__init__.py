@@ -17,7 +17,7 @@ EXPORTS = {
     "corpus": ["make_paraphrase_corpus"],
     "data": ["check_data", "load_data", "make_dataloader", "tokenize_data"],
     "distributed": ["run_on_processes"],
-    "language": ["current_language", "message", "use_language"],
+    "language": ["current_language", "formatted", "message", "number", "use_language"],
     "local_sgd": ["measure_local_sgd", "synchronisations_saved", "train_local_sgd"],
     "memory": ["measure_peak_memory"],
     "metrics": ["classification_metrics", "compute_metrics", "majority_class_accuracy"],

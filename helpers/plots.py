@@ -1,9 +1,14 @@
 """Pictures of training: loss, validation accuracy and learning rate; the files of a checkpoint."""
+import re
+
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import Formatter, ScalarFormatter
 
-from .language import message
+from .language import current_language, message, number
 from .reports import run_name
+
+DECIMAL = re.compile(r"\d+\.\d+")  # a number as a tick label writes it: 0.25, 1.0, the 1.5 of 1.5e−3
 
 
 def running_mean(values, window):
@@ -64,6 +69,47 @@ def plot_history(histories, title="Training", validation_accuracy=None, majority
         axis.legend(fontsize="small")
     figure.suptitle(message(title))
     figure.tight_layout()
+    return in_the_language(figure)
+
+
+class LocalTicks(Formatter):
+    """Matplotlib's own tick labels (which ticks, how many decimals, the offset) written with the course's
+    decimal symbol: 0,25 in Dutch and Indonesian."""
+
+    def __init__(self, english, language):
+        self.english, self.language = english, language
+
+    def set_axis(self, axis):
+        super().set_axis(axis)
+        self.english.set_axis(axis)
+
+    def set_locs(self, locs):
+        super().set_locs(locs)
+        self.english.set_locs(locs)
+
+    def __call__(self, x, pos=None):
+        return local_decimals(self.english(x, pos), self.language)
+
+    def get_offset(self):
+        return local_decimals(self.english.get_offset(), self.language)
+
+    def format_data_short(self, value):
+        return local_decimals(self.english.format_data_short(value), self.language)
+
+
+def local_decimals(text, language=None):
+    """`text` with each decimal number in it (1.25) written in `language` (1,25 in nl and id)."""
+    return DECIMAL.sub(lambda found: number(float(found.group()), f".{len(found.group().split('.')[1])}f", language),
+                       text)
+
+
+def in_the_language(figure):
+    """`figure`, whose number axes label their ticks in the course's language (English: as matplotlib does)."""
+    if current_language() != "en":
+        for axis in figure.axes:
+            for side in (axis.xaxis, axis.yaxis):
+                if isinstance(side.get_major_formatter(), ScalarFormatter):
+                    side.set_major_formatter(LocalTicks(side.get_major_formatter(), current_language()))
     return figure
 
 
@@ -71,9 +117,9 @@ def readable_bytes(size):
     """12 B, 3.4 kB, 1.2 MB, 5.0 GB: a size in bytes as people read it (powers of 1000)."""
     for unit in ("B", "kB", "MB"):
         if size < 1000:
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+            return f"{number(size, '.0f')} {unit}" if unit == "B" else f"{number(size, '.1f')} {unit}"
         size /= 1000
-    return f"{size:.1f} GB"
+    return f"{number(size, '.1f')} GB"
 
 
 def plot_file_sizes(sizes, axis):
@@ -105,7 +151,7 @@ def plot_peak_memory(micro_batches, peaks, effective_batch):
     axis.set_xticks(micro_batches, labels=micro_batches, minor=False)
     axis.minorticks_off()  # no extra labels such as 2x10^1 between the sizes
     axis.grid(alpha=0.3)
-    return figure
+    return in_the_language(figure)
 
 
 def plot_ease_and_control(ways):
@@ -116,7 +162,7 @@ def plot_ease_and_control(ways):
         axis.annotate(name, (ease, control), textcoords="offset points", xytext=(0, 12), ha="center")
     axis.set(xlabel=message("ease of use"), ylabel=message("control (customisation)"), xlim=(0.3, 3.7),
              ylim=(0.3, 3.7), xticks=[], yticks=[], title=message("PyTorch, Accelerator and Trainer"))
-    return figure
+    return in_the_language(figure)
 
 
 def plot_checkpointing(rows):
@@ -135,7 +181,7 @@ def plot_checkpointing(rows):
         axis.grid(alpha=0.3)
         axis.legend()
     figure.tight_layout()
-    return figure
+    return in_the_language(figure)
 
 
 def plot_local_sgd(rows):
@@ -151,7 +197,7 @@ def plot_local_sgd(rows):
     sync_axis.set(title=message("Synchronisations in the run"), ylabel=message("times the processes talked"))
     loss_axis.legend()
     figure.tight_layout()
-    return figure
+    return in_the_language(figure)
 
 
 def plot_mixed_precision(rows):
@@ -167,7 +213,7 @@ def plot_mixed_precision(rows):
     for axis in (time_axis, memory_axis):
         axis.axhline(1, color="gray", linewidth=0.8)
     figure.tight_layout()
-    return figure
+    return in_the_language(figure)
 
 
 def plot_optimizers(rows):
@@ -180,7 +226,7 @@ def plot_optimizers(rows):
     bytes_axis.set(title=message("Optimizer state"), ylabel=message("bytes per weight"))
     loss_axis.legend()
     figure.tight_layout()
-    return figure
+    return in_the_language(figure)
 
 
 def plot_resume(rows, checkpoint, stop_after):
@@ -194,4 +240,4 @@ def plot_resume(rows, checkpoint, stop_after):
     loss_axis.legend(fontsize=8)
     plot_file_sizes(checkpoint, size_axis)
     figure.tight_layout()
-    return figure
+    return in_the_language(figure)

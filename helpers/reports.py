@@ -1,5 +1,5 @@
 """What the lessons print: a line per epoch and tables of measurements, in the course's language."""
-from .language import message
+from .language import formatted, message, number
 
 
 def epoch_summary(epoch, metrics, losses=None):
@@ -37,11 +37,16 @@ def checkpointing_table(rows):
     return table(
         [message("batch"), message("tokens"), message("memory MiB"), message("checkpointed"), message("ratio"),
          message("time ms"), message("checkpointed"), message("ratio (lowest to highest)")],
-        [[row["batch_size"], row["tokens"], f"{row['peak_mib']:.1f}", f"{row['peak_mib_checkpointed']:.1f}",
-          f"{row['peak_mib_checkpointed'] / row['peak_mib']:.2f} x", f"{row['seconds'] * 1000:.0f}",
-          f"{row['seconds_checkpointed'] * 1000:.0f}",
-          f"{row['time_ratio']:.2f} x ({row['time_ratio_low']:.2f}-{row['time_ratio_high']:.2f})"]
+        [[row["batch_size"], row["tokens"], number(row["peak_mib"], ".1f"), number(row["peak_mib_checkpointed"], ".1f"),
+          number(row["peak_mib_checkpointed"] / row["peak_mib"], ".2f") + " x", number(row["seconds"] * 1000, ".0f"),
+          number(row["seconds_checkpointed"] * 1000, ".0f"), ratio_with_spread(row)]
          for row in rows])
+
+
+def ratio_with_spread(row):
+    """"1.30 x (1.20-1.40)": a row's time ratio, and its lowest and highest round."""
+    return formatted("{ratio:.2f} x ({low:.2f}-{high:.2f})", ratio=row["time_ratio"], low=row["time_ratio_low"],
+                     high=row["time_ratio_high"])
 
 
 def local_sgd_table(rows, saved):
@@ -54,10 +59,12 @@ def local_sgd_table(rows, saved):
         ["K", message("steps"), message("synchronisations"), message("saved"), message("MB sent"),
          message("last loss"), message("seconds")],
         [[str(row["local_sgd_steps"]), row["optimizer_steps"], row["synchronisations"],
-          "" if row["local_sgd_steps"] is None else f"{saved[row['local_sgd_steps']]:.1f}x",
-          f"{row['bytes_sent'] / 1e6:.1f}", f"{last_loss[row['local_sgd_steps']]:.3f}", f"{row['seconds']:.1f}"]
+          "" if row["local_sgd_steps"] is None else number(saved[row["local_sgd_steps"]], ".1f") + "x",
+          number(row["bytes_sent"] / 1e6, ".1f"), number(last_loss[row["local_sgd_steps"]], ".3f"),
+          number(row["seconds"], ".1f")]
          for row in rows])
-    differences = ", ".join(f"K={k}: {loss - last_loss[None]:+.3f}" for k, loss in last_loss.items() if k is not None)
+    differences = ", ".join(f"K={k}: {number(loss - last_loss[None], '+.3f')}" for k, loss in last_loss.items()
+                            if k is not None)
     return lines + "\n" + message("last loss minus that of data-parallel training: {differences}",
                                   differences=differences)
 
@@ -68,9 +75,8 @@ def precision_table(rows):
     return table(
         [message("precision"), message("time ms"), message("of float32 (lowest to highest)"), message("peak MiB"),
          message("of float32")],
-        [[row["precision"], f"{row['seconds'] * 1000:.0f}",
-          f"{row['time_ratio']:.2f} x ({row['time_ratio_low']:.2f}-{row['time_ratio_high']:.2f})",
-          f"{row['peak_mib']:.1f}", f"{row['peak_mib'] / base['peak_mib']:.2f} x"] for row in rows])
+        [[row["precision"], number(row["seconds"] * 1000, ".0f"), ratio_with_spread(row),
+          number(row["peak_mib"], ".1f"), number(row["peak_mib"] / base["peak_mib"], ".2f") + " x"] for row in rows])
 
 
 def optimizer_table(rows):
@@ -79,8 +85,8 @@ def optimizer_table(rows):
     return table(
         [message("optimizer"), message("state MB"), message("bytes/weight"), message("of AdamW"),
          message("last loss"), message("seconds")],
-        [[row["optimizer"], f"{row['state_bytes'] / 1e6:.2f}", f"{row['bytes_per_parameter']:.2f}",
-          f"{row['state_bytes'] / adamw_bytes:.2f}", f"{row['final_loss']:.3f}", f"{row['seconds']:.1f}"]
+        [[row["optimizer"], number(row["state_bytes"] / 1e6, ".2f"), number(row["bytes_per_parameter"], ".2f"),
+          number(row["state_bytes"] / adamw_bytes, ".2f"), number(row["final_loss"], ".3f"), number(row["seconds"], ".1f")]
          for row in rows])
 
 
@@ -95,10 +101,10 @@ def resume_table(rows, checkpoint):
     """Lesson 9: each run's steps and its distance to the uninterrupted run; the files of the checkpoint."""
     runs = table([message("run"), message("optimizer steps"), message("largest weight difference to the "
                                                                       "uninterrupted run")],
-                 [[run_name(row["run"]), row["optimizer_steps"], f"{row['max_weight_difference']:.3g}"]
+                 [[run_name(row["run"]), row["optimizer_steps"], number(row["max_weight_difference"], ".3g")]
                   for row in rows])
     model_bytes = checkpoint["model.safetensors"]
     files = {**checkpoint, message("the whole checkpoint"): sum(checkpoint.values())}
     sizes = table([message("file"), "MB", message("x the model")],
-                  [[name, f"{size / 1e6:.3f}", f"{size / model_bytes:.2f}"] for name, size in files.items()])
+                  [[name, number(size / 1e6, ".3f"), number(size / model_bytes, ".2f")] for name, size in files.items()])
     return runs + "\n\n" + sizes

@@ -148,7 +148,7 @@ def test_printed_lines_and_tables_speak_the_course_language():
     assert helpers.epoch_summary(2, metrics, [0.25, 0.75]) == (
         "epoch 2: training loss 0.500, validation loss 0.500, accuracy 0.750, F1 0.625")
     assert in_language("nl", lambda: helpers.epoch_summary(0, trainer_log)) == (
-        "vóór de training: validatieloss 0.500, accuracy 0.750, F1 0.625")
+        "vóór de training: validatieloss 0,500, accuracy 0,750, F1 0,625")  # numbers follow the language
     tables = [lambda: helpers.checkpointing_table(CHECKPOINTING), lambda: helpers.local_sgd_table(LOCAL_SGD, {2: 1.3}),
               lambda: helpers.precision_table(PRECISION), lambda: helpers.optimizer_table(OPTIMIZERS),
               lambda: helpers.resume_table(RESUME, CHECKPOINT)]

@@ -1,0 +1,102 @@
+"""Numbers follow the language: what helpers print and plot writes a decimal as the course's language
+does (Dutch and Indonesian 0,768 and 16.448; English 0.768 and 16,448), from Babel's CLDR data, with
+Python's format spec deciding the digits. English output stays exactly str.format's."""
+import sys
+from pathlib import Path
+
+import matplotlib
+import pytest
+
+import helpers
+from helpers import language
+
+matplotlib.use("Agg")
+sys.path.insert(0, str(Path(__file__).parent))
+from test_plots import CHECKPOINT, CHECKPOINTING, LOCAL_SGD, OPTIMIZERS, PRECISION, RESUME  # noqa: E402
+
+SAMPLE = ("{loss:.3f} | {weights:,} | {share:.1%} | {tiny:.3g} | {difference:+.2f} | {steps} | {ratio:6.2f} | {name!r}",
+          dict(loss=0.768, weights=16448, share=0.125, tiny=1.5e-07, difference=-0.25, steps=12, ratio=1.5,
+               name=0.5))
+EXPECTED = {"en": "0.768 | 16,448 | 12.5% | 1.5e-07 | -0.25 | 12 |   1.50 | 0.5",
+            "nl": "0,768 | 16.448 | 12,5% | 1,5e-07 | -0,25 | 12 |   1,50 | 0.5",   # !r is code: it stays
+            "id": "0,768 | 16.448 | 12,5% | 1,5e-07 | -0,25 | 12 |   1,50 | 0.5"}
+
+
+def in_language(lang, make):
+    previous = language.current_language()
+    language.use_language(lang)
+    try:
+        return make()
+    finally:
+        language.use_language(previous)
+
+
+@pytest.mark.parametrize("lang", ["en", "nl", "id"])
+def test_a_message_writes_its_numbers_in_its_language(lang):
+    text, values = SAMPLE
+    assert in_language(lang, lambda: helpers.message(text, **values)) == EXPECTED[lang]
+
+
+def test_english_is_exactly_str_format():
+    specs = ["", ".3f", ",", ",.2f", ".2g", ".3g", "+.3f", ".1%", "8.2f", "<8.1f", "08.2f", "_", "e", ".0f", "x", "3d"]
+    for value in (0.768, -1234.5678, 16448, 1.5e-07, 0, 2.675, float("nan"), True):
+        for spec in specs:
+            try:
+                expected = format(value, spec)
+            except ValueError:
+                continue
+            assert helpers.number(value, spec) == expected, (value, spec)
+            assert helpers.message(f"x {{value:{spec}}}", value=value) == f"x {expected}"
+
+
+@pytest.mark.parametrize("lang", ["nl", "id"])
+def test_translated_messages_tables_and_summaries_use_the_decimal_comma(lang):
+    english = "After two epochs the parameters differ by up to {difference:.3g} from the reference."
+    assert "0,00123" in in_language(lang, lambda: language.message(english, difference=0.00123))
+    metrics = {"loss": 0.5, "accuracy": 0.75, "f1": 0.625}
+    assert "0,500" in in_language(lang, lambda: helpers.epoch_summary(1, metrics, [0.25, 0.75]))
+    assert helpers.epoch_summary(1, metrics, [0.25, 0.75]).count("0.500") == 2
+    tables = {"checkpointing": (lambda: helpers.checkpointing_table(CHECKPOINTING), "1,30 x (1,20-1,40)"),
+              "local SGD": (lambda: helpers.local_sgd_table(LOCAL_SGD, {2: 1.3}), "0,550"),
+              "precision": (lambda: helpers.precision_table(PRECISION), "0,50 x"),
+              "optimizers": (lambda: helpers.optimizer_table(OPTIMIZERS), "8,00"),
+              "resume": (lambda: helpers.resume_table(RESUME, CHECKPOINT), "1,500")}
+    for name, (make, decimal) in tables.items():
+        english, translated = make(), in_language(lang, make)
+        assert decimal in translated and decimal.replace(",", ".") in english, f"{name}:\n{translated}"
+        assert decimal not in english, name
+
+
+@pytest.mark.parametrize("lang", ["nl", "id"])
+def test_plots_label_their_ticks_and_sizes_in_the_language(lang):
+    import matplotlib.pyplot as plt
+
+    def ticks(make):
+        figure = make()
+        figure.canvas.draw()
+        labels = [label.get_text() for axis in figure.axes for label in axis.get_yticklabels()]
+        sizes = [text.get_text() for axis in figure.axes for text in axis.texts]
+        plt.close(figure)
+        return labels, sizes
+
+    resume = lambda: helpers.plot_resume(RESUME, CHECKPOINT, stop_after=2)  # noqa: E731
+    (english, english_sizes), (translated, sizes) = ticks(resume), in_language(lang, lambda: ticks(resume))
+    assert "0.500" in english and "0,500" in translated and "0.500" not in translated
+    assert "1.5 MB" in english_sizes and "1,5 MB" in sizes
+    history = lambda: helpers.plot_history(helpers.History([0.5, 0.4], [1e-3, 0.0]), validation_accuracy=[0.3, 0.9],  # noqa: E731
+                                           majority_class=0.65)
+    figure = in_language(lang, history)
+    figure.canvas.draw()
+    assert "0,2" in [label.get_text() for label in figure.axes[1].get_yticklabels()]
+    assert any("(0,65)" in text.get_text() for text in figure.axes[1].get_legend().texts)
+    plt.close(figure)
+
+
+def test_babel_is_pinned_and_works_offline():
+    """The locale data ship inside the Babel package: nothing to download."""
+    import babel
+    from babel.numbers import format_decimal
+    root = Path(__file__).resolve().parents[1]
+    pin = f"babel=={babel.__version__}"
+    assert pin in (root / "pyproject.toml").read_text() and pin in (root / "environment.yml").read_text()
+    assert format_decimal(0.768, locale="nl") == "0,768" and format_decimal(16448, locale="id") == "16.448"
