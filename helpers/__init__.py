@@ -16,6 +16,8 @@ EXPORTS = {
                       "train_checkpointed"],
     "corpus": ["make_paraphrase_corpus"],
     "data": ["check_data", "load_data", "make_dataloader", "tokenize_data"],
+    "data_preparation": ["batches_per_process", "epoch_times", "lengths_summary", "map_conclusion", "padding_conclusions",
+                         "padding_table", "plot_padding", "sharding_table", "time_map"],
     "distributed": ["run_on_processes"],
     "language": ["current_language", "formatted", "message", "number", "use_language"],
     "local_sgd": ["measure_local_sgd", "synchronisations_saved", "train_local_sgd"],

@@ -1,0 +1,326 @@
+"""Lesson 0: from text to batches. How long `map` takes, how much of an epoch is padding, and
+which examples `accelerator.prepare` gives each process.
+
+The lesson's exercises are checked here too (tokenize_problem, padding_fraction_problem,
+grouping_problem): each returns None for a right answer, or a message that says what is wrong.
+"""
+import random
+import statistics
+import time
+
+import torch
+
+from .checks import require_positive_int
+from .language import message
+from .reports import table
+
+# The configurations of the Accelerator whose batches batches_per_process shows, in this order
+SHARDING = ("default", "split_batches=True", "even_batches=False", "Accelerator(split_batches=True)")
+
+
+# ---- map: one example at a time, or batched ----
+
+def time_map(dataset, function, repeats=2, **map_arguments):
+    """{"one at a time": seconds, "batched": seconds}: dataset.map(function) both ways, taking turns;
+    the fastest of `repeats` runs each (the run that the machine's other work disturbed least)."""
+    require_positive_int("repeats", repeats)
+    seconds = {"one at a time": [], "batched": []}
+    for _ in range(repeats):
+        for name, batched in (("one at a time", False), ("batched", True)):
+            start = time.perf_counter()
+            dataset.map(function, batched=batched, **map_arguments)
+            seconds[name].append(time.perf_counter() - start)
+    return {name: min(values) for name, values in seconds.items()}
+
+
+def map_conclusion(seconds):
+    """A sentence on time_map's numbers, worded by what they show."""
+    one, batched = seconds["one at a time"], seconds["batched"]
+    ratio = one / batched
+    if ratio >= 1.2:
+        return message("Batched, map took {batched:.2f} s instead of {one:.2f} s: {ratio:.1f} x as fast.",
+                       batched=batched, one=one, ratio=ratio)
+    if ratio <= 1 / 1.2:
+        return message("Batched, map took {batched:.2f} s instead of {one:.2f} s: slower this time ({ratio:.2f} x).",
+                       batched=batched, one=one, ratio=ratio)
+    return message("Batched, map took {batched:.2f} s instead of {one:.2f} s: about as long ({ratio:.2f} x).",
+                   batched=batched, one=one, ratio=ratio)
+
+
+# ---- padding: its share of an epoch, and the time of an epoch ----
+
+def epoch_times(model, epochs, repeats=3):
+    """{name: [seconds of round 1, round 2, ...]}: forward + backward over every batch of each epoch.
+
+    `epochs` maps a name to a list of batches (dicts of tensors, with labels). The epochs take
+    turns, `repeats` rounds, after one warm-up batch each, so that a load that comes and goes on
+    the machine hits them alike. No optimizer step: every epoch starts from the same weights.
+    """
+    require_positive_int("repeats", repeats)
+    model.train()
+    device = next(model.parameters()).device
+
+    def forward_backward(batch):
+        model.zero_grad(set_to_none=True)
+        model(**{key: value.to(device) for key, value in batch.items()}).loss.backward()
+
+    for batches in epochs.values():
+        forward_backward(batches[0])  # warm-up
+    times = {name: [] for name in epochs}
+    for _ in range(repeats):
+        for name, batches in epochs.items():
+            start = time.perf_counter()
+            for batch in batches:
+                forward_backward(batch)
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            times[name].append(time.perf_counter() - start)
+    model.zero_grad(set_to_none=True)
+    return times
+
+
+def _ratios(times, name, baseline):
+    """(median, lowest, highest) of times[name] / times[baseline], one ratio per round."""
+    ratios = [mine / base for mine, base in zip(times[name], times[baseline])]
+    return statistics.median(ratios), min(ratios), max(ratios)
+
+
+def padding_table(fractions, times):
+    """Each strategy's padding, tokens computed and epoch time, against the first strategy."""
+    baseline = next(iter(times))
+    rows = []
+    for name, fraction in fractions.items():
+        ratio, low, high = _ratios(times, name, baseline)
+        rows.append([message(name), f"{100 * fraction:.1f} %", f"{statistics.median(times[name]):.3f}",
+                     f"{ratio:.2f} x ({low:.2f}-{high:.2f})"])
+    return table([message("padding"), message("padding tokens"), message("epoch s"),
+                  message("of the first (lowest to highest)")], rows)
+
+
+def padding_conclusions(fractions, times):
+    """One sentence per strategy after the first: its padding and its time against the first, worded
+    by the numbers (less time only when every round took less; more only when every round took more)."""
+    names = list(fractions)
+    first = names[0]
+    lines = []
+    for name in names[1:]:
+        ratio, low, high = _ratios(times, name, first)
+        values = dict(name=message(name), first=message(first), fraction=100 * fractions[name],
+                      first_fraction=100 * fractions[first], ratio=ratio, low=low, high=high)
+        if high < 1:
+            lines.append(message("{name}: {fraction:.1f} % padding instead of {first_fraction:.1f} % ({first}); "
+                                 "the epoch took less time: {ratio:.2f} x ({low:.2f} to {high:.2f}).", **values))
+        elif low > 1:
+            lines.append(message("{name}: {fraction:.1f} % padding instead of {first_fraction:.1f} % ({first}); "
+                                 "the epoch took more time: {ratio:.2f} x ({low:.2f} to {high:.2f}).", **values))
+        else:
+            lines.append(message("{name}: {fraction:.1f} % padding instead of {first_fraction:.1f} % ({first}); "
+                                 "no clear difference in time: {ratio:.2f} x ({low:.2f} to {high:.2f}).", **values))
+    return "\n".join(lines)
+
+
+def lengths_summary(lengths):
+    """A sentence on the number of tokens of the pairs: the range, the mean and how many differ."""
+    return message("The pairs have {low} to {high} tokens (mean {mean:.1f}, {kinds} different lengths).",
+                   low=min(lengths), high=max(lengths), mean=statistics.mean(lengths), kinds=len(set(lengths)))
+
+
+def plot_padding(fractions, times):
+    """The share of padding and the time of an epoch, per strategy (time: median, bars from lowest to highest)."""
+    import matplotlib.pyplot as plt
+
+    names = [message(name) for name in fractions]
+    medians = [statistics.median(seconds) for seconds in times.values()]
+    spread = [[m - min(s) for m, s in zip(medians, times.values())],
+              [max(s) - m for m, s in zip(medians, times.values())]]
+    figure, (padding_axis, time_axis) = plt.subplots(1, 2, figsize=(11, 3.8))
+    padding_axis.barh(names, [100 * fraction for fraction in fractions.values()])
+    time_axis.barh(names, medians, xerr=spread, capsize=4)
+    for axis in (padding_axis, time_axis):
+        axis.invert_yaxis()  # the first strategy on top
+        axis.grid(alpha=0.3, axis="x")
+    time_axis.tick_params(labelleft=False)
+    padding_axis.set(title=message("Padding tokens in an epoch"), xlabel=message("% of the tokens"))
+    time_axis.set(title=message("Forward + backward over an epoch"), xlabel=message("seconds"))
+    figure.tight_layout()
+    return figure
+
+
+# ---- what accelerator.prepare gives each process ----
+
+def _batches_seen(num_examples, batch_size):
+    """Runs in each process: the batches (example numbers) that a prepared DataLoader gives it, per configuration."""
+    from accelerate import Accelerator, DataLoaderConfiguration
+    from accelerate.utils import gather_object
+
+    seen = {}
+    for name in SHARDING:
+        if name == "Accelerator(split_batches=True)":
+            accelerator = Accelerator(cpu=True, split_batches=True)
+        else:
+            options = {"split_batches=True": {"split_batches": True},
+                       "even_batches=False": {"even_batches": False}}.get(name, {})
+            accelerator = Accelerator(cpu=True, dataloader_config=DataLoaderConfiguration(**options))
+        loader = accelerator.prepare(torch.utils.data.DataLoader(list(range(num_examples)), batch_size=batch_size))
+        mine = [batch.tolist() for batch in loader]
+        seen[name] = gather_object([mine])  # [process 0's batches, process 1's batches, ...]
+    return seen
+
+
+def batches_per_process(num_examples, batch_size, num_processes=2):
+    """{configuration: [batches of process 0, batches of process 1, ...]}: a DataLoader over the example
+    numbers 0 .. num_examples - 1, in order, prepared in `num_processes` real processes (gloo on the CPU)."""
+    from .distributed import run_on_processes
+
+    require_positive_int("num_examples", num_examples)
+    require_positive_int("batch_size", batch_size)
+    return run_on_processes(_batches_seen, num_examples, batch_size, num_processes=num_processes)
+
+
+def repeated_examples(batches_of_processes, num_examples):
+    """The example numbers that the processes got more than once, all together, in order."""
+    counts = [0] * num_examples
+    for batches in batches_of_processes:
+        for batch in batches:
+            for example in batch:
+                counts[example] += 1
+    return [example for example, count in enumerate(counts) if count > 1]
+
+
+def sharding_table(seen, num_examples):
+    """Per configuration and process: the batches it got; then the examples seen twice."""
+    rows = []
+    for name, processes in seen.items():
+        for process, batches in enumerate(processes):
+            rows.append([name if process == 0 else "", process, " ".join(str(batch) for batch in batches)])
+        rows.append(["", "", message("more than once: {examples}",
+                                     examples=repeated_examples(processes, num_examples) or message("none"))])
+    return table([message("configuration"), message("process"), message("its batches (example numbers)")], rows)
+
+
+# ---- the exercises' checks ----
+
+def tokenize_problem(tokenize_pairs, tokenizer, batch, max_length):
+    """None when tokenize_pairs(batch, tokenizer, max_length) tokenizes each pair as the tokenizer does
+    (two sentences, truncated to max_length, not padded); else what is wrong."""
+    pairs = len(batch["sentence1"])
+    result = tokenize_pairs(batch, tokenizer, max_length)
+    if result is None:
+        return message("tokenize_pairs returned None; return what the tokenizer returns.")
+    if "input_ids" not in result:
+        return message("The result has no input_ids (it has {keys}); return what the tokenizer returns.",
+                       keys=sorted(result))
+    rows = result["input_ids"]
+    if len(rows) != pairs:
+        return message("For a batch of {pairs} pairs you return {rows} rows of input_ids; return one row per pair: "
+                       "pass the two lists of sentences, tokenizer(batch['sentence1'], batch['sentence2'], ...).",
+                       pairs=pairs, rows=len(rows))
+    rows = [list(row) for row in rows]
+    if any(tokenizer.pad_token_id in row for row in rows):
+        return message("Your rows hold padding: do not pad in map. The collator pads each training batch later, to "
+                       "its own longest pair; padding here pads to the longest of the up to 1000 examples that map "
+                       "passes at once (padding=True), or to max_length for every pair.")
+    longest = max(len(row) for row in rows)
+    if longest > max_length:
+        return message("A row has {longest} tokens, more than max_length = {max_length}: cut longer pairs "
+                       "(truncation=True, max_length=max_length).", longest=longest, max_length=max_length)
+    separators = [row.count(tokenizer.sep_token_id) for row in rows]
+    if any(count != 2 for count in separators) or "token_type_ids" in result and not all(
+            1 in list(types) for types in result["token_type_ids"]):
+        return message("The pairs are not tokenized as pairs: pass the two sentences as two arguments, "
+                       "tokenizer(batch['sentence1'], batch['sentence2'], ...), so that each row is "
+                       "[CLS] sentence1 [SEP] sentence2 [SEP] and token_type_ids marks the second sentence with 1.")
+    expected = tokenizer(batch["sentence1"], batch["sentence2"], truncation=True, max_length=max_length)
+    for index, (row, right) in enumerate(zip(rows, expected["input_ids"])):
+        if row != list(right):
+            return message("Row {index} is {row}; tokenizer(sentence1, sentence2, truncation=True, "
+                           "max_length={max_length}) gives {right}.", index=index, row=row, right=list(right),
+                           max_length=max_length)
+    return None
+
+
+def padding_fraction_problem(padding_fraction):
+    """None when padding_fraction(batches) is the share of padding tokens of all the batches together."""
+    def batch(mask):
+        mask = torch.tensor(mask)
+        return {"input_ids": torch.where(mask.bool(), 7, 0), "attention_mask": mask,
+                "labels": torch.zeros(len(mask), dtype=torch.long)}
+
+    cases = [
+        # 2 of 8, 0 of 10, 3 of 9: 5 of 27 tokens; the batches' own fractions average to 0.194
+        [batch([[1, 1, 1, 1], [1, 1, 0, 0]]), batch([[1] * 10]), batch([[1, 1, 1], [1, 0, 0], [1, 1, 0]])],
+        [batch([[1, 1], [1, 1], [1, 1]])],  # no padding at all
+        [batch([[1, 0, 0, 0, 0, 0]]), batch([[1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 1, 0]])],
+    ]
+    for batches in cases:
+        padding = sum(int((b["attention_mask"] == 0).sum()) for b in batches)
+        tokens = sum(b["attention_mask"].numel() for b in batches)
+        expected = padding / tokens
+        got = padding_fraction(batches)
+        if not isinstance(got, float):
+            return message("padding_fraction returned {got!r} ({kind}); return a Python float "
+                           "(float(...) or .item()).", got=got, kind=type(got).__name__)
+        if abs(got - expected) < 1e-9:
+            continue
+        where = message("For batches with {padding} padding tokens of {tokens} tokens in all, padding_fraction "
+                        "returned {got:.4f}; it should be {expected:.4f}.", padding=padding, tokens=tokens, got=got,
+                        expected=expected)
+        fractions = [float((b["attention_mask"] == 0).float().mean()) for b in batches]
+        if abs(got - (1 - expected)) < 1e-9:
+            return where + " " + message("That is the share of real tokens: padding is where attention_mask is 0.")
+        if abs(got - sum(fractions) / len(fractions)) < 1e-9:
+            return where + " " + message("That is the mean of the batches' own fractions; the batches differ in "
+                                         "size, so add up the padding tokens and all the tokens of every batch "
+                                         "first, then divide once.")
+        if abs(got - fractions[0]) < 1e-9:
+            return where + " " + message("That is the fraction of the first batch only; count every batch.")
+        return where
+    return None
+
+
+def padded_tokens(lengths, batches):
+    """The tokens computed when each batch is padded to its longest example (padding included)."""
+    return sum(max(lengths[i] for i in batch) * len(batch) for batch in batches)
+
+
+def sorted_chunks(lengths, batch_size, reverse=False):
+    """The example numbers sorted by length, cut into batches of batch_size (the last may be shorter)."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i], reverse=reverse)
+    return [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
+
+
+def grouping_problem(length_grouped_batches, lengths, batch_size):
+    """None when length_grouped_batches(lengths, batch_size, seed) gives batches of similar lengths,
+    every example once, in a shuffled order that the seed decides; else what is wrong."""
+    def call(seed):
+        return [[int(i) for i in batch] for batch in length_grouped_batches(lengths, batch_size, seed=seed)]
+
+    batches = call(0)
+    examples = sorted(i for batch in batches for i in batch)
+    if examples != list(range(len(lengths))):
+        missing = sorted(set(range(len(lengths))) - set(examples))
+        twice = sorted({i for i in examples if examples.count(i) > 1})
+        return message("Every example must be in exactly one batch: {missing} missing, {twice} more than once. "
+                       "Sort the example numbers (indices), not the lengths, and keep the last, shorter batch.",
+                       missing=missing[:8] or message("none"), twice=twice[:8] or message("none"))
+    sizes = sorted(len(batch) for batch in batches)
+    expected_sizes = sorted(len(batch) for batch in sorted_chunks(lengths, batch_size))
+    if sizes != expected_sizes:
+        return message("Your batches hold {sizes} examples; with {examples} examples and batch_size = {batch_size} "
+                       "they should hold {expected} (only the last may be shorter).", sizes=sizes,
+                       examples=len(lengths), batch_size=batch_size, expected=expected_sizes)
+    most = max(padded_tokens(lengths, sorted_chunks(lengths, batch_size, reverse)) for reverse in (False, True))
+    if padded_tokens(lengths, batches) > most:
+        return message("Padded, your batches compute {tokens} tokens; batches of examples sorted by length compute "
+                       "{most}. Put examples of similar length together: sort the example numbers by length, then "
+                       "cut the sorted list into batches.", tokens=padded_tokens(lengths, batches), most=most)
+    if call(0) != batches:
+        return message("Two calls with seed=0 gave different batches: shuffle with random.Random(seed), not with "
+                       "the global random module, so that a seed gives the same epoch again.")
+    longest = [max(lengths[i] for i in batch) for batch in batches]
+    if longest in (sorted(longest), sorted(longest, reverse=True)) and len(set(longest)) > 2:
+        return message("The batches go in order of length ({longest}): shuffle the order of the batches, or every "
+                       "epoch trains on the short pairs first and the long ones last.", longest=longest)
+    if all(call(seed) == batches for seed in (1, 2, 3)):
+        return message("seed=0, 1, 2 and 3 gave the same order of batches: use the seed to shuffle them.")
+    return None
