@@ -6,7 +6,7 @@ checkpoints every layer with `torch.utils.checkpoint.checkpoint(..., use_reentra
 
 `train_checkpointed` trains with it on the PyTorch or the Accelerate path; `gradient_difference`
 proves that the gradients stay the same; `measure_checkpointing` measures what it buys (peak
-memory) and what it costs (step time).
+memory) and what it costs (the time of a forward and backward pass).
 """
 import contextlib
 import functools
@@ -108,9 +108,10 @@ def saved_activation_bytes(function, *args):
 
 
 def measure_checkpointing(model, dataset, tokenizer, batch_sizes=(16, 64), *, repeats=5, progress=True):
-    """Peak memory and step time of a training step, with and without checkpointing.
+    """Peak memory of a training step and time of a forward and backward pass, with and without checkpointing.
 
-    Returns one row (a dict of plain numbers) per batch size: batch_size, tokens (per example,
+    Returns one row (a dict of plain numbers) per batch size: batch_size, device (its type, where
+    the model is: "cuda", "cpu"), tokens (per example,
     after padding), peak_mib / peak_mib_checkpointed (by `measure_peak_memory`: one optimizer
     step with Adam; the weights are not counted), seconds / seconds_checkpointed (median
     forward + backward time, the two settings taking turns for `repeats` rounds), and
@@ -135,7 +136,7 @@ def measure_checkpointing(model, dataset, tokenizer, batch_sizes=(16, 64), *, re
                 "plain": functools.partial(activation_checkpointing, model, False),
                 "checkpointed": functools.partial(activation_checkpointing, model, True)})
             ratio, low, high = ratio_spread(times, "checkpointed", "plain")
-            rows.append({"batch_size": batch_size, "tokens": batch["input_ids"].shape[1],
+            rows.append({"batch_size": batch_size, "device": device.type, "tokens": batch["input_ids"].shape[1],
                          "peak_mib": peaks[False], "peak_mib_checkpointed": peaks[True],
                          "seconds": statistics.median(times["plain"]),
                          "seconds_checkpointed": statistics.median(times["checkpointed"]),
@@ -146,25 +147,34 @@ def measure_checkpointing(model, dataset, tokenizer, batch_sizes=(16, 64), *, re
 
 
 def conclusion(rows):
-    """What the rows of `measure_checkpointing` say, in words, from their own numbers."""
+    """What the rows of `measure_checkpointing` say, in words; every verdict comes from their own numbers."""
     lines = []
     for row in rows:
         memory = row["peak_mib_checkpointed"] / row["peak_mib"]
-        numbers = dict(batch_size=row["batch_size"], memory=memory, change=abs(1 - memory), ratio=row["time_ratio"],
-                       rounds=row["rounds"], low=row["time_ratio_low"], high=row["time_ratio_high"])
-        if memory < 1:
-            lines.append(message("batch {batch_size}: checkpointing needed {memory:.2f}x the peak memory (saved "
-                                 "{change:.0%}) and {ratio:.2f}x the time of a step (median of {rounds} rounds; "
-                                 "from {low:.2f}x to {high:.2f}x).", **numbers))
+        numbers = dict(device=row["device"], batch_size=row["batch_size"], memory=memory, change=abs(1 - memory),
+                       ratio=row["time_ratio"], rounds=row["rounds"], low=row["time_ratio_low"],
+                       high=row["time_ratio_high"])
+        if round(memory, 2) == 1:
+            lines.append(message("batch {batch_size}, on {device}: checkpointing needed the same peak memory "
+                                 "({memory:.2f}x) and {ratio:.2f}x the time of a forward and backward pass (median of "
+                                 "{rounds} rounds; from {low:.2f}x to {high:.2f}x).", **numbers))
+        elif memory < 1:
+            lines.append(message("batch {batch_size}, on {device}: checkpointing needed {memory:.2f}x the peak memory "
+                                 "(saved {change:.0%}) and {ratio:.2f}x the time of a forward and backward pass "
+                                 "(median of {rounds} rounds; from {low:.2f}x to {high:.2f}x).", **numbers))
         else:
-            lines.append(message("batch {batch_size}: checkpointing needed {memory:.2f}x the peak memory (added "
-                                 "{change:.0%}) and {ratio:.2f}x the time of a step (median of {rounds} rounds; "
-                                 "from {low:.2f}x to {high:.2f}x).", **numbers))
+            lines.append(message("batch {batch_size}, on {device}: checkpointing needed {memory:.2f}x the peak memory "
+                                 "(added {change:.0%}) and {ratio:.2f}x the time of a forward and backward pass "
+                                 "(median of {rounds} rounds; from {low:.2f}x to {high:.2f}x).", **numbers))
     if len(rows) > 1:
         first, last = rows[0], rows[-1]
         numbers = dict(first=1 - first["peak_mib_checkpointed"] / first["peak_mib"], first_batch=first["batch_size"],
                        last=1 - last["peak_mib_checkpointed"] / last["peak_mib"], last_batch=last["batch_size"])
-        if numbers["last"] > numbers["first"]:
+        first_percent, last_percent = round(100 * numbers["first"]), round(100 * numbers["last"])  # as printed
+        if first_percent <= 0 and last_percent <= 0:
+            lines.append(message("Checkpointing saved no memory at these batch sizes: {first:.0%} at batch "
+                                 "{first_batch}, {last:.0%} at batch {last_batch}.", **numbers))
+        elif last_percent > first_percent:
             lines.append(message("The share of memory saved grew with the batch: {first:.0%} at batch "
                                  "{first_batch}, {last:.0%} at batch {last_batch}.", **numbers))
         else:

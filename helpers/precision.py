@@ -12,8 +12,8 @@ gradients would lose their digits or become 0: a `GradScaler` multiplies the los
 backward and divides the gradients again before the optimizer steps.
 
 `train_mixed_precision` is the basic loop with autocast (and a GradScaler for float16);
-`measure_mixed_precision` measures step time and peak memory against float32, and `conclusion`
-says in words what those numbers mean on this machine.
+`measure_mixed_precision` measures the time of a forward and backward pass and the peak memory of a
+training step against float32, and `conclusion` says in words what those numbers mean on this device.
 """
 import functools
 import statistics
@@ -92,9 +92,10 @@ def train_mixed_precision(model, dataloader, *, precision="bfloat16", epochs=1, 
 
 def measure_mixed_precision(model, dataset, tokenizer, batch_size=32, precisions=("float32", "bfloat16"),
                             *, repeats=5, progress=True):
-    """Step time and peak memory of a training step in each precision.
+    """Time of a forward and backward pass, and peak memory of a training step, in each precision.
 
-    Returns one row per precision (a dict of plain numbers): precision; seconds (median forward
+    Returns one row per precision (a dict of plain numbers): precision; device (its type, where the
+    model is: "cuda", "cpu"); seconds (median forward
     + backward time; the precisions take turns, `repeats` rounds); time_ratio, time_ratio_low and
     time_ratio_high (the median, lowest and highest ratio to float32's time within a round);
     rounds; peak_mib (one optimizer step with Adam, by `measure_peak_memory`; the weights are
@@ -119,8 +120,9 @@ def measure_mixed_precision(model, dataset, tokenizer, batch_size=32, precisions
     rows = []
     for precision in precisions:
         ratio, low, high = ratio_spread(times, precision, precisions[0])
-        rows.append({"precision": precision, "seconds": statistics.median(times[precision]), "time_ratio": ratio,
-                     "time_ratio_low": low, "time_ratio_high": high, "rounds": repeats, "peak_mib": peaks[precision]})
+        rows.append({"precision": precision, "device": device.type, "seconds": statistics.median(times[precision]),
+                     "time_ratio": ratio, "time_ratio_low": low, "time_ratio_high": high, "rounds": repeats,
+                     "peak_mib": peaks[precision]})
     return rows
 
 
@@ -142,45 +144,66 @@ def cpu_bf16_instructions(cpuinfo="/proc/cpuinfo"):
     return sorted(flags & set(BF16_FLAGS))
 
 
-def conclusion(rows, device, bf16_instructions=None):
-    """What the rows of `measure_mixed_precision` say, in words, from their own numbers.
+# a 16-bit pass that takes less than this share of float32's time paid off; up to 1.1x is "about as long"
+PAID_OFF = 0.9
+SLOWER = 1.1
 
-    `device` is where they were measured; on a CPU, `bf16_instructions` (default: read from
-    /proc/cpuinfo by `cpu_bf16_instructions`) tells whether it computes in bfloat16 natively.
+
+def conclusion(rows, device=None, bf16_instructions=None, gpu_bf16=None):
+    """What the rows of `measure_mixed_precision` say, in words; every verdict comes from a measured ratio.
+
+    `device` is where the rows were measured (default: their own "device"). When a precision was
+    measured slower, the device's hardware may explain it: a CPU's bfloat16 instructions
+    (`bf16_instructions`, default: read from /proc/cpuinfo by `cpu_bf16_instructions`), or whether
+    a GPU computes bfloat16 natively (`gpu_bf16`, default: torch.cuda.is_bf16_supported without
+    emulation: compute capability 8.0, Ampere, or newer).
     """
-    device = torch.device(device)
+    device = torch.device(device or rows[0]["device"])
     lines = []
     for row in rows[1:]:
         ratio = row["time_ratio"]
-        numbers = dict(precision=row["precision"], baseline=rows[0]["precision"], ratio=ratio, rounds=row["rounds"],
-                       low=row["time_ratio_low"], high=row["time_ratio_high"],
+        numbers = dict(device=device.type, precision=row["precision"], baseline=rows[0]["precision"], ratio=ratio,
+                       rounds=row["rounds"], low=row["time_ratio_low"], high=row["time_ratio_high"],
                        memory=row["peak_mib"] / rows[0]["peak_mib"])
-        if 0.9 <= ratio <= 1.1:
-            lines.append(message("On this machine a {precision} step took about as long as a {baseline} step "
-                                 "({ratio:.2f}x; the median of {rounds} rounds, from {low:.2f}x to {high:.2f}x), "
-                                 "and needed {memory:.2f}x the peak memory.", **numbers))
+        if PAID_OFF <= ratio <= SLOWER:
+            lines.append(message("Measured on {device}: a forward and backward pass in {precision} took about as long "
+                                 "as in {baseline} ({ratio:.2f}x; the median of {rounds} rounds, from {low:.2f}x to "
+                                 "{high:.2f}x), and a training step needed {memory:.2f}x the peak memory.", **numbers))
         elif ratio < 1:
-            lines.append(message("On this machine a {precision} step took {ratio:.2f}x as long as a {baseline} step "
-                                 "(faster; the median of {rounds} rounds, from {low:.2f}x to {high:.2f}x), "
-                                 "and needed {memory:.2f}x the peak memory.", **numbers))
+            lines.append(message("Measured on {device}: a forward and backward pass in {precision} took {ratio:.2f}x "
+                                 "as long as in {baseline} (faster; the median of {rounds} rounds, from {low:.2f}x to "
+                                 "{high:.2f}x), and a training step needed {memory:.2f}x the peak memory.", **numbers))
         else:
-            lines.append(message("On this machine a {precision} step took {ratio:.2f}x as long as a {baseline} step "
-                                 "(slower; the median of {rounds} rounds, from {low:.2f}x to {high:.2f}x), "
-                                 "and needed {memory:.2f}x the peak memory.", **numbers))
+            lines.append(message("Measured on {device}: a forward and backward pass in {precision} took {ratio:.2f}x "
+                                 "as long as in {baseline} (slower; the median of {rounds} rounds, from {low:.2f}x to "
+                                 "{high:.2f}x), and a training step needed {memory:.2f}x the peak memory.", **numbers))
+        if ratio < PAID_OFF:
+            lines.append(message("So {precision} paid off here: at this size this device computes it faster than "
+                                 "{baseline}.", **numbers))
+        else:
+            lines.append(message("So {precision} did not pay off here: the model and the batch may be too small for "
+                                 "faster 16-bit arithmetic to outweigh autocast's conversions, or this device has no "
+                                 "fast {precision} units. Try a larger batch (measure_batch_size = 32) or model "
+                                 "(distilbert-base-cased).", **numbers))
+        if ratio > SLOWER and row["precision"] == "bfloat16":
+            lines += _bf16_slowdown(device, bf16_instructions, gpu_bf16)
+    return "\n".join(lines)
+
+
+def _bf16_slowdown(device, bf16_instructions, gpu_bf16):
+    """What the hardware says about a bfloat16 pass that was measured slower (no lines when it says nothing)."""
+    if device.type == "cuda":
+        native = torch.cuda.is_bf16_supported(including_emulation=False) if gpu_bf16 is None else gpu_bf16
+        return [] if native else [message(
+            "This GPU has no native bfloat16 arithmetic (it came with compute capability 8.0, Ampere), "
+            "which explains the slowdown.")]
     if device.type != "cpu":
-        lines.append(message("Measured on {device}: GPUs with tensor cores compute in 16 bits much faster than in 32.",
-                             device=device.type))
-        return "\n".join(lines)
+        return []
     flags = cpu_bf16_instructions() if bf16_instructions is None else bf16_instructions
     if flags:
-        lines.append(message("This CPU has bfloat16 instructions ({flags}): its bfloat16 matrix products can be "
-                             "faster than float32 ones, when the matrices are large enough to pay for autocast's "
-                             "conversions.", flags=", ".join(flags)))
-    elif flags == []:
-        lines.append(message("This CPU has no bfloat16 instructions (no avx512_bf16 or amx_bf16 in /proc/cpuinfo): "
-                             "it has no fast bfloat16 matrix product, so bfloat16 is slow here. On a GPU with tensor "
-                             "cores, or a CPU with AMX, bfloat16 is usually faster than float32."))
-    else:
-        lines.append(message("Whether this CPU has bfloat16 instructions is unknown (no /proc/cpuinfo); without "
-                             "them bfloat16 is slow on a CPU."))
-    return "\n".join(lines)
+        return [message("This CPU has bfloat16 instructions ({flags}), so the likely cause is the size: the matrix "
+                        "products are too small to pay for autocast's conversions.", flags=", ".join(flags))]
+    if flags == []:
+        return [message("This CPU reports no bfloat16 instructions in /proc/cpuinfo (avx512_bf16 or amx_bf16 on x86, "
+                        "bf16 on Arm): it has no fast bfloat16 matrix product, which explains the slowdown.")]
+    return [message("Whether this CPU has bfloat16 instructions is unknown (no /proc/cpuinfo to read).")]

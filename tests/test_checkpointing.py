@@ -100,16 +100,32 @@ def test_saved_activation_bytes_leaves_out_the_weights_autograd_keeps():
     assert (plain, kept) == (288 * 1024, 4 * 64 * 32 * 4)
 
 
+def checkpointing_rows(*peaks, time_ratio=1.3, device="cpu"):
+    """measure_checkpointing's rows for batch 16, 64, ...: `peaks` are (without, with) in MiB."""
+    return [{"batch_size": 16 * 4 ** index, "device": device, "peak_mib": plain, "peak_mib_checkpointed": kept,
+             "time_ratio": time_ratio, "time_ratio_low": time_ratio - 0.2, "time_ratio_high": time_ratio + 0.2,
+             "rounds": 5} for index, (plain, kept) in enumerate(peaks)]
+
+
 def test_conclusion_follows_the_numbers():
-    rows = [{"batch_size": 16, "peak_mib": 10.0, "peak_mib_checkpointed": 9.0, "time_ratio": 1.3,
-             "time_ratio_low": 1.1, "time_ratio_high": 1.5, "rounds": 5},
-            {"batch_size": 64, "peak_mib": 40.0, "peak_mib_checkpointed": 20.0, "time_ratio": 1.25,
-             "time_ratio_low": 1.2, "time_ratio_high": 1.4, "rounds": 5}]
-    text = checkpointing.conclusion(rows)
-    assert "batch 16: checkpointing needed 0.90x the peak memory (saved 10%) and 1.30x the time" in text
-    assert "from 1.10x to 1.50x" in text and "grew with the batch: 10% at batch 16, 50% at batch 64" in text
-    rows[1]["peak_mib_checkpointed"] = 39.0
-    assert "did not grow with the batch" in checkpointing.conclusion(rows)
+    text = checkpointing.conclusion(checkpointing_rows((10.0, 9.0), (40.0, 20.0)))
+    assert ("batch 16, on cpu: checkpointing needed 0.90x the peak memory (saved 10%) and 1.30x the time of a "
+            "forward and backward pass (median of 5 rounds; from 1.10x to 1.50x)") in text
+    assert "grew with the batch: 10% at batch 16, 50% at batch 64" in text
+    assert "did not grow with the batch" in checkpointing.conclusion(checkpointing_rows((10.0, 9.0), (40.0, 39.0)))
+
+
+def test_conclusion_says_so_when_the_numbers_point_the_other_way():
+    """No outcome is fixed text: more memory, the same memory, no saving at all, a faster pass, on cuda."""
+    added = checkpointing.conclusion(checkpointing_rows((10.0, 11.0), (40.0, 44.0), time_ratio=0.8, device="cuda"))
+    assert "batch 16, on cuda: checkpointing needed 1.10x the peak memory (added 10%) and 0.80x the time" in added
+    assert "saved no memory at these batch sizes: -10% at batch 16, -10% at batch 64" in added
+    assert "grew" not in added and "(saved" not in added
+    same = checkpointing.conclusion(checkpointing_rows((10.0, 10.0), (40.0, 40.02)))
+    assert "needed the same peak memory (1.00x)" in same and "added" not in same and "saved 0%" not in same
+    # 10.2% and 10.4% both print as 10%: "grew" would contradict the printed numbers
+    assert "did not grow with the batch: 10% at batch 16, 10% at batch 64" in checkpointing.conclusion(
+        checkpointing_rows((100.0, 89.8), (100.0, 89.6)))
 
 
 def test_bad_path_is_named():

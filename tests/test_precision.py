@@ -87,22 +87,54 @@ def test_measure_mixed_precision_returns_plain_rows(small_data, tokenizer):
     assert rows[0]["time_ratio"] == 1.0
 
 
-ROWS = [{"precision": "float32", "seconds": 0.1, "time_ratio": 1.0, "time_ratio_low": 1.0, "time_ratio_high": 1.0,
-         "rounds": 5, "peak_mib": 20.0},
-        {"precision": "bfloat16", "seconds": 1.14, "time_ratio": 11.4, "time_ratio_low": 10.9, "time_ratio_high": 12.0,
-         "rounds": 5, "peak_mib": 16.8}]
+ROWS = [{"precision": "float32", "device": "cpu", "seconds": 0.1, "time_ratio": 1.0, "time_ratio_low": 1.0,
+         "time_ratio_high": 1.0, "rounds": 5, "peak_mib": 20.0},
+        {"precision": "bfloat16", "device": "cpu", "seconds": 1.14, "time_ratio": 11.4, "time_ratio_low": 10.9,
+         "time_ratio_high": 12.0, "rounds": 5, "peak_mib": 16.8}]
+
+
+def measured(ratio, device="cpu", precision="bfloat16"):
+    """ROWS measured on `device`, with `precision` taking `ratio` times float32's time."""
+    return [{**ROWS[0], "device": device},
+            {**ROWS[1], "device": device, "precision": precision, "time_ratio": ratio, "time_ratio_low": ratio - 0.1,
+             "time_ratio_high": ratio + 0.1}]
 
 
 def test_conclusion_follows_the_numbers_and_the_cpu():
     slow = precision.conclusion(ROWS, "cpu", bf16_instructions=[])
-    assert ("a bfloat16 step took 11.40x as long as a float32 step (slower; the median of 5 rounds, "
-            "from 10.90x to 12.00x), and needed 0.84x the peak memory") in slow
-    assert "no bfloat16 instructions" in slow
-    fast = [ROWS[0], {**ROWS[1], "time_ratio": 0.5, "time_ratio_low": 0.4, "time_ratio_high": 0.6}]
-    text = precision.conclusion(fast, "cpu", bf16_instructions=["amx_bf16", "avx512_bf16"])
-    assert "0.50x as long as a float32 step (faster;" in text and "(amx_bf16, avx512_bf16)" in text
-    same = [ROWS[0], {**ROWS[1], "time_ratio": 1.05}]
-    assert "about as long as" in precision.conclusion(same, "cuda")
+    assert ("Measured on cpu: a forward and backward pass in bfloat16 took 11.40x as long as in float32 (slower; "
+            "the median of 5 rounds, from 10.90x to 12.00x), and a training step needed 0.84x the peak memory") in slow
+    assert "did not pay off" in slow and "no bfloat16 instructions" in slow and "bf16 on Arm" in slow
+    text = precision.conclusion(measured(0.5), "cpu", bf16_instructions=["amx_bf16", "avx512_bf16"])
+    assert "0.50x as long as in float32 (faster;" in text and "bfloat16 paid off here" in text
+    assert "about as long as" in precision.conclusion(measured(1.05), "cuda", gpu_bf16=True)
+
+
+@pytest.mark.parametrize("device, hardware", [("cuda", {"gpu_bf16": True}), ("cuda", {"gpu_bf16": False}),
+                                              ("cpu", {"bf16_instructions": []}),
+                                              ("cpu", {"bf16_instructions": ["bf16"]}),
+                                              ("cpu", {"bf16_instructions": ["amx_bf16"]})])
+def test_the_verdict_comes_from_the_measured_ratio_not_from_the_device(device, hardware):
+    """The same device, measured faster and then slower: the conclusion says each (no sentence is
+    printed whatever the numbers say: not "GPUs compute in 16 bits much faster", nor "slow here")."""
+    faster = precision.conclusion(measured(0.6, device), **hardware)
+    slower = precision.conclusion(measured(1.6, device), **hardware)
+    assert f"Measured on {device}:" in faster and "(faster;" in faster and "bfloat16 paid off here" in faster
+    assert "did not pay off" not in faster and "slowdown" not in faster and "slow here" not in faster
+    assert "(slower;" in slower and "bfloat16 did not pay off here" in slower and "paid off here" not in slower
+    assert "much faster" not in faster + slower
+
+
+def test_a_measured_slowdown_is_explained_by_the_hardware_where_it_can_be(monkeypatch):
+    assert "no native bfloat16 arithmetic" in precision.conclusion(measured(1.6, "cuda"), gpu_bf16=False)
+    assert "no native" not in precision.conclusion(measured(1.6, "cuda"), gpu_bf16=True)
+    assert "the likely cause is the size" in precision.conclusion(measured(1.6), bf16_instructions=["bf16"])
+    monkeypatch.setattr(precision, "cpu_bf16_instructions", lambda: None)  # no /proc/cpuinfo
+    assert "is unknown" in precision.conclusion(measured(1.6))
+    about_as_long = precision.conclusion(measured(1.05), bf16_instructions=[])
+    assert "did not pay off" in about_as_long and "slowdown" not in about_as_long
+    float16 = precision.conclusion(measured(0.7, "cuda", "float16"))
+    assert "float16 paid off here" in float16 and "bfloat16" not in float16
 
 
 def test_cpu_bf16_instructions_come_from_the_flags(tmp_path):
