@@ -76,7 +76,7 @@ def test_no_lesson_says_accelerator_backward_averages_the_gradients():
 
 def test_lesson_1_lists_every_lesson_and_only_the_last_ends_the_course():
     names = [path.stem for path in lesson_notebooks()]
-    listed = re.findall(r"^\d+\. ", markdown(names[0]).split("## Why write your own loop?")[0], re.MULTILINE)
+    listed = re.findall(r"^\d+\. ", markdown("01_basic_loop").split("## Why write your own loop?")[0], re.MULTILINE)
     assert len(listed) == len(names)
     ends = [name for name in names if "end of the course" in markdown(name)]
     assert ends == [names[-1]]
