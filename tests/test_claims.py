@@ -82,14 +82,17 @@ def test_lesson_1_lists_every_lesson_and_only_the_last_ends_the_course():
     assert ends == [names[-1]]
 
 
-def trainer_step_update(model, dataset, tokenizer, steps):
+def trainer_step_update(model, dataset, tokenizer, steps, loss_is_scaled_for_ga=None):
     """Two optimizer steps with the Trainer's defaults (AdamW, max_grad_norm=1.0) over `dataset`,
-    in micro-batches of BATCH // steps; returns (the change of the weights, the logged losses)."""
+    in micro-batches of BATCH // steps; returns (the change of the weights, the logged losses).
+    loss_is_scaled_for_ga: set on the trainer before it trains, unless None."""
     before = torch.cat([p.detach().flatten().clone() for p in model.parameters()])
     args = TrainingArguments(output_dir=tempfile.mkdtemp(), per_device_train_batch_size=BATCH // steps,
                              gradient_accumulation_steps=steps, num_train_epochs=1, logging_steps=1,
                              save_strategy="no", disable_tqdm=True, use_cpu=True, report_to="none")
     trainer = InOrderTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer)
+    if loss_is_scaled_for_ga is not None:
+        trainer.loss_is_scaled_for_ga = loss_is_scaled_for_ga
     with helpers.quiet():
         trainer.train()
     after = torch.cat([p.detach().flatten() for p in model.parameters()])
@@ -104,3 +107,131 @@ def test_with_adamw_and_clipping_the_accumulation_bug_doubles_the_logged_loss_no
     update_2, losses_2 = trainer_step_update(plain_model(), dataset, tokenizer, 2)
     assert (update_2.norm() / update_1.norm()).item() == pytest.approx(1.0, abs=1e-3)
     assert [b / a for a, b in zip(losses_1, losses_2)] == pytest.approx([2.0, 2.0], rel=1e-3)
+
+
+def test_the_trainers_loss_is_scaled_for_ga_false_is_a_third_fix(small_data, tokenizer):
+    """Lesson 4: `trainer.loss_is_scaled_for_ga = False` (transformers 5.23) makes the Trainer divide the
+    mean loss of a plain classifier by the accumulation steps: the logged loss is that of one large batch."""
+    dataset = small_data["train"].select(range(2 * BATCH))
+    _, losses_1 = trainer_step_update(plain_model(), dataset, tokenizer, 1)
+    _, losses_2 = trainer_step_update(plain_model(), dataset, tokenizer, 2, loss_is_scaled_for_ga=False)
+    assert losses_2 == pytest.approx(losses_1, rel=1e-3)
+
+
+def test_the_trainer_counts_the_labels_that_are_not_minus_100():
+    """Lesson 4: num_items_in_batch counts the labels other than -100 (tokens, for a language model)."""
+    import inspect
+    from transformers import Trainer
+    assert "ne(-100)" in inspect.getsource(Trainer._get_num_items_in_batch)
+
+
+class RecordingAccelerator:
+    """Just enough of an Accelerator for LocalSGD to average once, recording what it asks for."""
+    def __init__(self, distributed_type):
+        self.distributed_type, self.calls = distributed_type, []
+
+    def wait_for_everyone(self):
+        self.calls.append("barrier")
+
+    def autocast(self):
+        import contextlib
+        return contextlib.nullcontext()
+
+    def reduce(self, tensor, reduction="mean"):
+        self.calls.append("all-reduce")
+        return tensor
+
+
+def test_local_sgd_averages_after_a_barrier_with_one_all_reduce_per_parameter_tensor():
+    """Lesson 6 ("Time"): one average is a barrier, then one all-reduce per parameter tensor (41 for
+    the offline model), one after the other; data-parallel training sends buckets of 1 MiB, then 25 MiB."""
+    from accelerate.local_sgd import LocalSGD
+    from accelerate.utils import DistributedType
+    with helpers.quiet():
+        model = helpers.load_model()
+    accelerator = RecordingAccelerator(DistributedType.MULTI_CPU)
+    LocalSGD(accelerator=accelerator, model=model, local_sgd_steps=1)._sync_and_avg_model_params()
+    tensors = len(list(model.parameters()))
+    assert tensors == 41
+    assert accelerator.calls == ["barrier"] + ["all-reduce"] * tensors
+    assert torch.distributed._DEFAULT_FIRST_BUCKET_BYTES == 2 ** 20
+    assert torch.nn.parallel.distributed._DEFAULT_BUCKET_CAP_MB == 25
+
+
+@pytest.mark.parametrize("kind", ["FSDP", "DEEPSPEED", "MEGATRON_LM"])
+def test_local_sgd_refuses_fsdp_deepspeed_and_megatron(kind):
+    """Lesson 6: LocalSGD works with plain data-parallel training only."""
+    from accelerate.local_sgd import LocalSGD
+    from accelerate.utils import DistributedType
+    with pytest.raises(NotImplementedError):
+        LocalSGD(accelerator=RecordingAccelerator(getattr(DistributedType, kind)), model=torch.nn.Linear(2, 2),
+                 local_sgd_steps=1)
+
+
+# Sentences a review found wrong or misleading (2026-12-01), per lesson: none may come back.
+OLD_SENTENCES = {
+    "01_basic_loop": [
+        "so its answers are guesses",                                   # the offline encoder compares pairs
+        "The pre-trained encoder already tells the two kinds of pairs apart",  # not every pre-trained encoder
+        "adjusts the encoder a little",                                 # fine-tuning trains the encoder too
+    ],
+    "03_gradient_accumulation": [
+        "the peak falls almost as fast as the micro-batch shrinks",    # fixed text, not the measurement
+    ],
+    "06_local_sgd": [
+        '"communication" is a copy in memory',                         # gloo sends through sockets
+        "so the seconds show little",                                  # local SGD is slower here, and why
+        "the Trainer always averages the gradients in every step",     # once per optimizer step
+        "the bytes that one process sent",                             # the bytes it all-reduced
+    ],
+    "07_mixed_precision": [
+        "so rounding errors do not pile up from step to step",         # they do; small updates are what is kept
+    ],
+    "08_optimizers": [
+        "with the function you wrote",                                 # the helper counts shared maps once
+        "one kernel for all the weights",                              # fused: one pass per weight
+    ],
+}
+
+
+def old_sentences(lesson, text):
+    """The sentences of OLD_SENTENCES[lesson] that `text` (markdown) contains, whitespace ignored."""
+    flat = " ".join(text.split())
+    return [sentence for sentence in OLD_SENTENCES.get(lesson, []) if sentence in flat]
+
+
+@pytest.mark.parametrize("lesson", sorted(OLD_SENTENCES))
+def test_no_lesson_says_a_sentence_the_review_found_wrong(lesson):
+    assert not old_sentences(lesson, markdown(lesson))
+
+
+def test_the_pretraining_docstring_does_not_call_the_first_answers_guesses():
+    """helpers/pretraining.py: the encoder was pre-trained to compare pairs (lesson 1 cell 18)."""
+    import helpers.pretraining
+    assert "knows nothing of the" not in " ".join(helpers.pretraining.__doc__.split())
+
+
+def slide_mentions(notebook):
+    """'slide' in the markdown of `notebook`, and in the comments and strings of its code cells other
+    than the parameters cell (another issue owns those)."""
+    import io
+    import tokenize
+    found = []
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type == "markdown":
+            texts = [cell.source]
+        elif cell.cell_type == "code" and "parameters" not in cell.metadata.get("tags", []):
+            tokens = tokenize.generate_tokens(io.StringIO(cell.source).readline)
+            texts = [token.string for token in tokens if token.type in (tokenize.COMMENT, tokenize.STRING)]
+        else:
+            continue
+        found += [f"cell {index}: {line.strip()}" for text in texts for line in text.splitlines()
+                  if re.search(r"\bslides?\b", line, re.IGNORECASE)]
+    return found
+
+
+def test_lessons_after_the_slides_do_not_cite_slides():
+    """The seed decks cover lessons 1-4; a later lesson names what it follows ("our suggested setting")."""
+    names = [path.stem for path in lesson_notebooks()]
+    for path in lesson_notebooks(names[names.index("04_trainer") + 1:]):
+        assert not slide_mentions(nbformat.read(path, as_version=4)), path.stem
