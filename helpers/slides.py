@@ -79,11 +79,12 @@ def accelerator_local_sgd(model, optimizer, lr_scheduler, dataloader):
             local_sgd.step()
 
 
-def accelerator_checkpointing(model, optimizer, lr_scheduler, dataloader, checkpoint, done_in_epoch=0):
+def accelerator_checkpointing(model, optimizer, lr_scheduler, dataloader, checkpoint, resume=False,
+                              done_in_epoch=0):
     accelerator = Accelerator(device_placement=True)
     model, optimizer, dataloader, lr_scheduler = accelerator.prepare(
         model, optimizer, dataloader, lr_scheduler)
-    if done_in_epoch:  # resuming a run that saved its state after that many batches
+    if resume:  # the saved state, then the batches of this epoch it had not trained on (0 skipped: all)
         accelerator.load_state(checkpoint)
         dataloader = accelerator.skip_first_batches(dataloader, done_in_epoch)
     for batch in dataloader:

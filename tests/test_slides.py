@@ -63,7 +63,21 @@ def resumed(dataset, tokenizer, steps, checkpoint, done=2):
     trained_with("accelerator_checkpointing", dataset.select(range(done * BATCH)), tokenizer, BATCH, steps,
                  checkpoint=str(checkpoint))
     return trained_with("accelerator_checkpointing", dataset, tokenizer, BATCH, steps, checkpoint=str(checkpoint),
-                        done_in_epoch=done)
+                        resume=True, done_in_epoch=done)
+
+
+def test_the_checkpointing_loop_resumes_at_an_epoch_boundary_too(dataset, tokenizer, tmp_path):
+    """A run that saved its state at the end of an epoch (0 batches done in the next one) loads it
+    too: the second half of the data, resumed, ends where the plain loop over all of it ends."""
+    steps, half = EXAMPLES // BATCH, EXAMPLES // 2
+    expected = trained_with("pytorch", dataset, tokenizer, BATCH, steps, device=torch.device("cpu"))
+    checkpoint = str(tmp_path / "epoch_boundary")
+    trained_with("accelerator_checkpointing", dataset.select(range(half)), tokenizer, BATCH, steps,
+                 checkpoint=checkpoint)
+    resumed = trained_with("accelerator_checkpointing", dataset.select(range(half, EXAMPLES)), tokenizer, BATCH,
+                           steps, checkpoint=checkpoint, resume=True, done_in_epoch=0)
+    for name in expected:
+        assert torch.allclose(expected[name], resumed[name], rtol=1e-4, atol=1e-6), name
 
 
 def test_source_is_the_body_of_the_function():
