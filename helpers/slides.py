@@ -79,8 +79,7 @@ def accelerator_local_sgd(model, optimizer, lr_scheduler, dataloader):
             local_sgd.step()
 
 
-def accelerator_checkpointing(model, optimizer, lr_scheduler, dataloader, checkpoint, resume=False,
-                              done_in_epoch=0):
+def accelerator_checkpointing(model, optimizer, lr_scheduler, dataloader, checkpoint, resume=False, done_in_epoch=0):
     accelerator = Accelerator(device_placement=True)
     model, optimizer, dataloader, lr_scheduler = accelerator.prepare(
         model, optimizer, dataloader, lr_scheduler)
