@@ -11,9 +11,10 @@ How it is measured (real allocations, not sizes guessed from shapes):
   `torch.cuda.memory_allocated()` from before the step.
 - CPU, method="allocator" (the default): torch's profiler with `profile_memory=True` records every
   allocation and free of torch's CPU allocator with its size and time; the peak is the maximum
-  of their running sum. It counts the same thing as `max_memory_allocated` does on a GPU (bytes
-  held by tensors), to the byte, so it is exact and repeatable: it grows with the micro-batch
-  and stays flat across N at a fixed micro-batch (tests/test_memory.py checks both).
+  of their running sum. It counts what `max_memory_allocated` counts on a GPU (bytes held by
+  tensors), except that the CUDA caching allocator rounds every block up to a multiple of 512
+  bytes (by default: c10's kMinBlockSize), so the two agree to within that rounding. It is exact and repeatable: it grows with the
+  micro-batch and stays flat across N at a fixed micro-batch (tests/test_memory.py checks both).
 - CPU, method="rss": what the operating system gave the process. `malloc_trim(0)` returns freed
   heap to the system, writing "5" to /proc/self/clear_refs resets the peak resident set, and the
   answer is VmHWM after the step minus VmRSS before it (Linux only). It also counts the
