@@ -13,8 +13,9 @@ How it is measured (real allocations, not sizes guessed from shapes):
   allocation and free of torch's CPU allocator with its size and time; the peak is the maximum
   of their running sum. It counts what `max_memory_allocated` counts on a GPU (bytes held by
   tensors), except that the CUDA caching allocator rounds every block up to a multiple of 512
-  bytes (by default: c10's kMinBlockSize), so the two agree to within that rounding. It is exact and repeatable: it grows with the
-  micro-batch and stays flat across N at a fixed micro-batch (tests/test_memory.py checks both).
+  bytes (c10's kMinBlockSize, by default), so the two agree to within that rounding. It is exact
+  and repeatable: it grows with the micro-batch and stays flat across N at a fixed micro-batch
+  (tests/test_memory.py checks both).
 - CPU, method="rss": what the operating system gave the process. `malloc_trim(0)` returns freed
   heap to the system, writing "5" to /proc/self/clear_refs resets the peak resident set, and the
   answer is VmHWM after the step minus VmRSS before it (Linux only). It also counts the
