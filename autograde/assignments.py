@@ -17,7 +17,8 @@ from pathlib import Path
 from helpers.language import LANGUAGE_NAMES, LANGUAGES, TRANSLATED
 
 SOURCE_LANGUAGE = LANGUAGES[0]  # English: the lessons as written in solutions/
-COURSE_LANGUAGE = re.compile(r'^course_language\s*=\s*["\']([^"\'\n]*)["\']', re.M)
+# `course_language: str = "nl"` (the type hint is what papermill reads) or `course_language = "nl"`
+COURSE_LANGUAGE = re.compile(r'^course_language\s*(?::\s*\w+\s*)?=\s*["\']([^"\'\n]*)["\']', re.M)
 
 
 def assignment(lesson, language):

@@ -11,7 +11,7 @@ import time
 import torch
 
 from .checks import require_positive_int
-from .language import message
+from .language import formatted, message, number
 from .reports import table
 
 # The configurations of the Accelerator whose batches batches_per_process shows, in this order
@@ -86,13 +86,13 @@ def _ratios(times, name, baseline):
 
 
 def padding_table(fractions, times):
-    """Each strategy's padding, tokens computed and epoch time, against the first strategy."""
+    """Each strategy's padding and epoch time, against the first strategy (names: the lesson's, translated there)."""
     baseline = next(iter(times))
     rows = []
     for name, fraction in fractions.items():
         ratio, low, high = _ratios(times, name, baseline)
-        rows.append([message(name), f"{100 * fraction:.1f} %", f"{statistics.median(times[name]):.3f}",
-                     f"{ratio:.2f} x ({low:.2f}-{high:.2f})"])
+        rows.append([name, number(100 * fraction, ".1f") + " %", number(statistics.median(times[name]), ".3f"),
+                     formatted("{ratio:.2f} x ({low:.2f}-{high:.2f})", ratio=ratio, low=low, high=high)])
     return table([message("padding"), message("padding tokens"), message("epoch s"),
                   message("of the first (lowest to highest)")], rows)
 
@@ -105,7 +105,7 @@ def padding_conclusions(fractions, times):
     lines = []
     for name in names[1:]:
         ratio, low, high = _ratios(times, name, first)
-        values = dict(name=message(name), first=message(first), fraction=100 * fractions[name],
+        values = dict(name=name, first=first, fraction=100 * fractions[name],
                       first_fraction=100 * fractions[first], ratio=ratio, low=low, high=high)
         if high < 1:
             lines.append(message("{name}: {fraction:.1f} % padding instead of {first_fraction:.1f} % ({first}); "
@@ -126,10 +126,13 @@ def lengths_summary(lengths):
 
 
 def plot_padding(fractions, times):
-    """The share of padding and the time of an epoch, per strategy (time: median, bars from lowest to highest)."""
+    """The share of padding and the time of an epoch, per strategy (time: median, bars from lowest to highest).
+    The strategies' names are the lesson's (written with helpers.message there)."""
     import matplotlib.pyplot as plt
 
-    names = [message(name) for name in fractions]
+    from .plots import in_the_language
+
+    names = list(fractions)
     medians = [statistics.median(seconds) for seconds in times.values()]
     spread = [[m - min(s) for m, s in zip(medians, times.values())],
               [max(s) - m for m, s in zip(medians, times.values())]]
@@ -143,7 +146,7 @@ def plot_padding(fractions, times):
     padding_axis.set(title=message("Padding tokens in an epoch"), xlabel=message("% of the tokens"))
     time_axis.set(title=message("Forward + backward over an epoch"), xlabel=message("seconds"))
     figure.tight_layout()
-    return figure
+    return in_the_language(figure)
 
 
 # ---- what accelerator.prepare gives each process ----

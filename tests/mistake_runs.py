@@ -25,7 +25,8 @@ def small(nb, values):
     """`nb` with small parameters, edited in its parameters cell as a student could."""
     cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
     for name, value in values.items():
-        cell.source, found = re.subn(rf"^{name} = .*$", f"{name} = {value}", cell.source, flags=re.M)
+        cell.source, found = re.subn(rf"^({name}(?:: [^=\n]+)?) = .*$", lambda line: f"{line.group(1)} = {value}",
+                                     cell.source, flags=re.M)  # `name: type = value  # comment`
         assert found == 1, f"no parameter {name} to make small"
     return nb
 

@@ -44,6 +44,8 @@ from lesson_runs import graded_lessons, points, release_with, solutions  # noqa:
 # lesson -> {parameter: value} in its parameters cell; enough for the demonstrations to run
 SMALL_01_04 = {"sizes": '{"train": 48, "validation": 16, "test": 8}', "batch_size": "4", "epochs": "1"}
 SMALL = {
+    "00_data_preparation": {"sizes": '{"train": 64, "validation": 8, "test": 8}', "epoch_examples": "32",
+                            "timing_rounds": "1"},
     "01_basic_loop": SMALL_01_04, "02_accelerator": SMALL_01_04,
     "03_gradient_accumulation": dict(SMALL_01_04, memory_batch="8"), "04_trainer": SMALL_01_04,
     "05_gradient_checkpointing": {"sizes": '{"train": 16, "validation": 16, "test": 8}', "batch_size": "8",
@@ -58,6 +60,14 @@ SMALL = {
                              "save_every": "3", "stop_after": "6"},
 }
 
+TOKENIZE = "def tokenize_pairs(batch, tokenizer, max_length):\n    return {call}\n"
+PAIR = 'batch["sentence1"], batch["sentence2"]'
+FRACTION = "def padding_fraction(batches):\n{body}"
+PADDING = "sum(int((b['attention_mask'] == 0).sum()) for b in batches)"
+GROUPED = "def length_grouped_batches(lengths, batch_size, seed):\n{body}    return batches\n"
+SORT = "    order = sorted(range(len(lengths)), key=lambda i: lengths[i])\n"
+CUT = "    batches = [order[start:start + batch_size] for start in range(0, len(order), batch_size)]\n"
+SHUFFLE = "    random.Random(seed).shuffle(batches)\n"
 SCHEDULER = ("def make_lr_scheduler(optimizer, num_batches, epochs):\n"
              "    num_training_steps = {steps}\n"
              "    return get_linear_schedule_with_warmup(optimizer=optimizer, "
@@ -175,6 +185,47 @@ def resume(load=LOAD, epochs="first_epoch, epochs", set_epoch=SET_EPOCH, batches
 
 # exercise grade_id -> [(what the student did wrong, their cell)]
 MISTAKES = {
+    "l0-tokenize-pairs": [
+        ("the first sentence only", TOKENIZE.format(
+            call='tokenizer(batch["sentence1"], truncation=True, max_length=max_length)')),
+        ("the two sentences joined into one text", TOKENIZE.format(
+            call='tokenizer([a + " " + b for a, b in zip(batch["sentence1"], batch["sentence2"])], truncation=True, '
+                 'max_length=max_length)')),
+        ("padded to max_length in map", TOKENIZE.format(
+            call=f'tokenizer({PAIR}, truncation=True, max_length=max_length, padding="max_length")')),
+        ("padded to the longest of map's batch", TOKENIZE.format(
+            call=f"tokenizer({PAIR}, truncation=True, max_length=max_length, padding=True)")),
+        ("not cut at max_length", TOKENIZE.format(call=f"tokenizer({PAIR})")),
+        ("max_length written in as 64", TOKENIZE.format(call=f"tokenizer({PAIR}, truncation=True, max_length=64)")),
+    ],
+    "l0-padding-fraction": [
+        ("the share of real tokens", FRACTION.format(
+            body="    real = sum(int(b['attention_mask'].sum()) for b in batches)\n"
+                 "    return real / sum(b['attention_mask'].numel() for b in batches)\n")),
+        ("the mean of the batches' own fractions", FRACTION.format(
+            body="    fractions = [float((b['attention_mask'] == 0).float().mean()) for b in batches]\n"
+                 "    return sum(fractions) / len(fractions)\n")),
+        ("a count, not a share", FRACTION.format(body=f"    return {PADDING}\n")),
+        ("a tensor, not a float", FRACTION.format(
+            body="    padding = sum((b['attention_mask'] == 0).sum() for b in batches)\n"
+                 "    return padding / sum(b['attention_mask'].numel() for b in batches)\n")),
+        ("the first batch only", FRACTION.format(
+            body="    mask = next(iter(batches))['attention_mask']\n    return float((mask == 0).sum()) / mask.numel()\n")),
+        ("padding tokens per example", FRACTION.format(
+            body=f"    return {PADDING} / sum(len(b['attention_mask']) for b in batches)\n")),
+    ],
+    "l0-length-grouped-batches": [
+        ("the batches not shuffled: short to long", GROUPED.format(body=SORT + CUT)),
+        ("the examples shuffled, not sorted", GROUPED.format(
+            body="    order = list(range(len(lengths)))\n    random.Random(seed).shuffle(order)\n" + CUT)),
+        ("the seed ignored: the global random", GROUPED.format(body=SORT + CUT + "    random.shuffle(batches)\n")),
+        ("the last, shorter batch dropped", GROUPED.format(
+            body=SORT + "    batches = [order[start:start + batch_size] "
+                        "for start in range(0, len(order) - batch_size + 1, batch_size)]\n" + SHUFFLE)),
+        ("the lengths sorted, not the example numbers", GROUPED.format(body="    order = sorted(lengths)\n" + CUT + SHUFFLE)),
+        ("the examples shuffled inside each batch, not the batches", GROUPED.format(
+            body=SORT + CUT + "    for batch in batches:\n        random.Random(seed).shuffle(batch)\n")),
+    ],
     "l1-make-lr-scheduler": [
         ("schedule sized for one epoch", SCHEDULER.format(steps="num_batches", warmup="int(num_training_steps * 0.1)")),
         ("no warm-up", SCHEDULER.format(steps="num_batches * epochs", warmup="0")),

@@ -8,7 +8,7 @@ from course.paths import lesson_notebooks
 from lesson_runs import executed
 
 LESSONS = lesson_notebooks()
-EXPECTED = ["01_basic_loop", "02_accelerator", "03_gradient_accumulation", "04_trainer",
+EXPECTED = ["00_data_preparation", "01_basic_loop", "02_accelerator", "03_gradient_accumulation", "04_trainer",
             "05_gradient_checkpointing", "06_local_sgd", "07_mixed_precision", "08_optimizers",
             "09_checkpoint_resume"]
 # Generous: the budget is ~30 s on a quiet 2-core CPU; CI machines are often busy.
