@@ -73,16 +73,16 @@ def test_checkpoint_files_keep_their_names_and_tiny_files_show():
 
 
 # Small made-up measurements in the shape of each lesson's rows, for the plots and tables below.
-CHECKPOINTING = [{"batch_size": size, "tokens": 128, "peak_mib": 10.0 * size, "peak_mib_checkpointed": 6.0 * size,
-                  "seconds": 0.01 * size, "seconds_checkpointed": 0.013 * size, "time_ratio": 1.3,
-                  "time_ratio_low": 1.2, "time_ratio_high": 1.4} for size in (8, 16)]
+CHECKPOINTING = [{"batch_size": size, "device": "cpu", "tokens": 128, "peak_mib": 10.0 * size,
+                  "peak_mib_checkpointed": 6.0 * size, "seconds": 0.01 * size, "seconds_checkpointed": 0.013 * size,
+                  "time_ratio": 1.3, "time_ratio_low": 1.2, "time_ratio_high": 1.4} for size in (8, 16)]
 LOCAL_SGD = [{"local_sgd_steps": k, "optimizer_steps": 4, "synchronisations": syncs, "bytes_sent": syncs * 1e6,
               "loss": [0.7, 0.6, 0.5, 0.4], "seconds": 2.0} for k, syncs in ((None, 4), (2, 3))]
-PRECISION = [{"precision": name, "seconds": 0.1 * ratio, "time_ratio": ratio, "time_ratio_low": ratio - 0.1,
-              "time_ratio_high": ratio + 0.1, "peak_mib": 100 / ratio} for name, ratio in (("float32", 1.0),
-                                                                                         ("bfloat16", 2.0))]
-OPTIMIZERS = [{"optimizer": name, "state_bytes": size, "bytes_per_parameter": size / 1e6, "final_loss": 0.5,
-               "seconds": 3.0, "loss": [0.7, 0.5]} for name, size in (("adamw", 8e6), ("adafactor", 1e5))]
+PRECISION = [{"precision": name, "device": "cpu", "seconds": 0.1 * ratio, "time_ratio": ratio,
+              "time_ratio_low": ratio - 0.1, "time_ratio_high": ratio + 0.1, "peak_mib": 100 / ratio}
+             for name, ratio in (("float32", 1.0), ("bfloat16", 2.0))]
+OPTIMIZERS = [{"optimizer": name, "device": "cpu", "state_bytes": size, "bytes_per_parameter": size / 1e6,
+               "final_loss": 0.5, "seconds": 3.0, "loss": [0.7, 0.5]} for name, size in (("adamw", 8e6), ("adafactor", 1e5))]
 RESUME = [{"run": run, "optimizer_steps": 3, "loss": [0.7, 0.6, 0.5], "max_weight_difference": difference}
           for run, difference in (("uninterrupted", 0.0), ("resumed", 0.0),
                                   ("resumed without skip_first_batches", 0.01))]
@@ -165,3 +165,12 @@ def test_table_columns_line_up_under_headers_of_any_length():
     assert lines == ["name       a long header   n",
                      "adamw               1.00  12",
                      "adafactor           0.01   3"]
+
+
+def test_each_measurement_table_names_the_device_of_every_row():
+    """A table that mixed a GPU row with CPU rows would say so in its device column."""
+    for make, rows in ((helpers.checkpointing_table, CHECKPOINTING), (helpers.precision_table, PRECISION),
+                       (helpers.optimizer_table, OPTIMIZERS)):
+        header, *lines = make([{**row, "device": device} for row, device in zip(rows, ("cuda", "cpu"))]).splitlines()
+        assert header.split()[1] == "device"
+        assert [line.split()[1] for line in lines] == ["cuda", "cpu"]
