@@ -36,9 +36,10 @@ def checkpointing_table(rows):
     """Lesson 5: where it was measured, the peak memory of a training step and the time of a forward and
     backward pass, without and with checkpointing (measure_checkpointing)."""
     return table(
-        [message("batch"), message("device"), message("tokens"), message("memory MiB"), message("checkpointed"), message("ratio"),
-         message("time ms"), message("checkpointed"), message("ratio (lowest to highest)")],
-        [[row["batch_size"], row["device"], row["tokens"], number(row["peak_mib"], ".1f"), number(row["peak_mib_checkpointed"], ".1f"),
+        [message("batch"), message("device"), message("tokens"), message("memory MiB"), message("checkpointed"),
+         message("ratio"), message("time ms"), message("checkpointed"), message("ratio (lowest to highest)")],
+        [[row["batch_size"], row["device"], row["tokens"], number(row["peak_mib"], ".1f"),
+          number(row["peak_mib_checkpointed"], ".1f"),
           number(row["peak_mib_checkpointed"] / row["peak_mib"], ".2f") + " x", number(row["seconds"] * 1000, ".0f"),
           number(row["seconds_checkpointed"] * 1000, ".0f"), ratio_with_spread(row)]
          for row in rows])
@@ -75,8 +76,8 @@ def precision_table(rows):
     training step, per precision (measure_mixed_precision)."""
     base = rows[0]
     return table(
-        [message("precision"), message("device"), message("time ms"), message("of float32 (lowest to highest)"), message("peak MiB"),
-         message("of float32")],
+        [message("precision"), message("device"), message("time ms"), message("of float32 (lowest to highest)"),
+         message("peak MiB"), message("of float32")],
         [[row["precision"], row["device"], number(row["seconds"] * 1000, ".0f"), ratio_with_spread(row),
           number(row["peak_mib"], ".1f"), number(row["peak_mib"] / base["peak_mib"], ".2f") + " x"] for row in rows])
 
@@ -87,8 +88,9 @@ def optimizer_table(rows):
     return table(
         [message("optimizer"), message("device"), message("state MB"), message("bytes/weight"), message("of AdamW"),
          message("last loss"), message("seconds")],
-        [[row["optimizer"], row["device"], number(row["state_bytes"] / 1e6, ".2f"), number(row["bytes_per_parameter"], ".2f"),
-          number(row["state_bytes"] / adamw_bytes, ".2f"), number(row["final_loss"], ".3f"), number(row["seconds"], ".1f")]
+        [[row["optimizer"], row["device"], number(row["state_bytes"] / 1e6, ".2f"),
+          number(row["bytes_per_parameter"], ".2f"), number(row["state_bytes"] / adamw_bytes, ".2f"),
+          number(row["final_loss"], ".3f"), number(row["seconds"], ".1f")]
          for row in rows])
 
 
@@ -110,30 +112,3 @@ def resume_table(rows, checkpoint):
     sizes = table([message("file"), "MB", message("x the model")],
                   [[name, number(size / 1e6, ".3f"), number(size / model_bytes, ".2f")] for name, size in files.items()])
     return runs + "\n\n" + sizes
-
-
-def mode_name(mode):
-    """The name of a mode of measure_sharding (lesson 10) in the course's language."""
-    names = {"data parallel": message("data parallel"), "fully sharded": message("fully sharded")}
-    return names.get(mode, mode)
-
-
-def sharding_table(rows):
-    """Lesson 10: each process's MB of parameters, gradients and optimizer state, data parallel and fully
-    sharded (measure_sharding's rows), and the collectives of one optimizer step."""
-    parts = [("parameters", message("parameters MB")), ("gradients", message("gradients MB")),
-             ("optimizer_state", message("optimizer state MB"))]
-    memory = table(
-        [message("mode"), message("process"), *(header for _, header in parts), message("total MB")],
-        [[mode_name(row["mode"]), process, *(number(row["bytes"][part][process] / 1e6, ".2f") for part, _ in parts),
-          number(sum(row["bytes"][part][process] for part, _ in parts) / 1e6, ".2f")]
-         for row in rows for process in range(row["processes"])])
-    kinds = ("all-reduce", "all-gather", "reduce-scatter")
-    communication = table(
-        [message("mode"), *(message("{kind} calls", kind=kind) for kind in kinds),
-         *(message("{kind} MB", kind=kind) for kind in kinds), message("seconds")],
-        [[mode_name(row["mode"]), *(number(row["calls_per_step"][kind], ".1f") for kind in kinds),
-          *(number(row["bytes_per_step"][kind] / 1e6, ".2f") for kind in kinds), number(row["seconds"], ".1f")]
-         for row in rows])
-    return (memory + "\n\n" + message("Collectives per optimizer step (MB: the whole tensors they work on):")
-            + "\n" + communication)
