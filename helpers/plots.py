@@ -6,7 +6,7 @@ import numpy as np
 from matplotlib.ticker import Formatter, ScalarFormatter
 
 from .language import current_language, message, number
-from .reports import run_name
+from .reports import mode_name, run_name
 
 DECIMAL = re.compile(r"\d+\.\d+")  # a number as a tick label writes it: 0.25, 1.0, the 1.5 of 1.5e−3
 
@@ -242,5 +242,30 @@ def plot_resume(rows, checkpoint, stop_after):
                   ylabel=message("loss"))
     loss_axis.legend(fontsize=8)
     plot_file_sizes(checkpoint, size_axis)
+    figure.tight_layout()
+    return in_the_language(figure)
+
+
+def plot_sharding(rows):
+    """Lesson 10: each process's bytes of parameters, gradients and optimizer state (stacked), data parallel
+    and fully sharded (measure_sharding's rows), and the loss of both runs."""
+    from .sharding import PARTS
+    figure, (bytes_axis, loss_axis) = plt.subplots(1, 2, figsize=(10, 3.5))
+    names = {"parameters": message("parameters"), "gradients": message("gradients"),
+             "optimizer_state": message("optimizer state")}
+    bars = [(mode_name(row["mode"]), process, row) for row in rows for process in range(row["processes"])]
+    labels = [message("{mode}\nprocess {process}", mode=mode, process=process) for mode, process, _ in bars]
+    bottom = np.zeros(len(bars))
+    for part in PARTS:
+        heights = np.array([row["bytes"][part][process] / 1e6 for _, process, row in bars])
+        bytes_axis.bar(labels, heights, bottom=bottom, label=names[part])
+        bottom += heights
+    bytes_axis.set(title=message("Memory per process"), ylabel="MB")
+    bytes_axis.legend(fontsize=8)
+    bytes_axis.tick_params(axis="x", labelsize=8)
+    for row, style in zip(rows, ("-", "--")):
+        loss_axis.plot(range(1, len(row["loss"]) + 1), row["loss"], style, label=mode_name(row["mode"]))
+    loss_axis.set(title=message("Training loss"), xlabel=message("optimizer step"), ylabel=message("loss"))
+    loss_axis.legend()
     figure.tight_layout()
     return in_the_language(figure)

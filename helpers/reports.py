@@ -112,3 +112,30 @@ def resume_table(rows, checkpoint):
     sizes = table([message("file"), "MB", message("x the model")],
                   [[name, number(size / 1e6, ".3f"), number(size / model_bytes, ".2f")] for name, size in files.items()])
     return runs + "\n\n" + sizes
+
+
+def mode_name(mode):
+    """The name of a mode of measure_sharding (lesson 10) in the course's language."""
+    names = {"data parallel": message("data parallel"), "fully sharded": message("fully sharded")}
+    return names.get(mode, mode)
+
+
+def sharding_table(rows):
+    """Lesson 10: each process's MB of parameters, gradients and optimizer state, data parallel and fully
+    sharded (measure_sharding's rows), and the collectives of one optimizer step."""
+    parts = [("parameters", message("parameters MB")), ("gradients", message("gradients MB")),
+             ("optimizer_state", message("optimizer state MB"))]
+    memory = table(
+        [message("mode"), message("process"), *(header for _, header in parts), message("total MB")],
+        [[mode_name(row["mode"]), process, *(number(row["bytes"][part][process] / 1e6, ".2f") for part, _ in parts),
+          number(sum(row["bytes"][part][process] for part, _ in parts) / 1e6, ".2f")]
+         for row in rows for process in range(row["processes"])])
+    kinds = ("all-reduce", "all-gather", "reduce-scatter")
+    communication = table(
+        [message("mode"), *(message("{kind} calls", kind=kind) for kind in kinds),
+         *(message("{kind} MB", kind=kind) for kind in kinds), message("seconds")],
+        [[mode_name(row["mode"]), *(number(row["calls_per_step"][kind], ".1f") for kind in kinds),
+          *(number(row["bytes_per_step"][kind] / 1e6, ".2f") for kind in kinds), number(row["seconds"], ".1f")]
+         for row in rows])
+    return (memory + "\n\n" + message("Collectives per optimizer step (MB: the whole tensors they work on):")
+            + "\n" + communication)
