@@ -17,7 +17,7 @@ from tqdm.auto import tqdm
 from transformers import TrainerCallback
 
 from .checks import require_positive_int
-from .training import History, make_scheduler
+from .training import History, fresh_accelerator_state, make_scheduler, parameter_difference, parameters_of
 
 
 class TrainingProgress:
@@ -132,7 +132,6 @@ def measure_resume(tokenized_train, tokenizer, folder, *, model_name=None, batch
     largest weight difference to the uninterrupted run) and {file: bytes} of the checkpoint.
     """
     from .data import make_dataloader
-    from .exercises import fresh_accelerator_state, parameter_difference, parameters_of
     from .modeling import load_model
     from .quiet import quiet
 

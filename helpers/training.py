@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import torch
 from accelerate import Accelerator
+from accelerate.state import AcceleratorState
 from tqdm.auto import tqdm
 from transformers import get_linear_schedule_with_warmup
 
@@ -181,3 +182,21 @@ def evaluate(model, dataloader, device=None):
     labels = torch.cat(labels)
     metrics = classification_metrics(torch.cat(predictions).numpy(), labels.numpy())
     return {"loss": sum(losses) / len(labels), **metrics}
+
+
+def parameters_of(model):
+    """A copy of the model's parameters, on the CPU (works for prepared and wrapped models too)."""
+    model = getattr(model, "module", model)
+    return {name: value.detach().cpu().clone() for name, value in model.named_parameters()}
+
+
+def parameter_difference(model_a, model_b):
+    """The largest absolute difference between two models' parameters (models or parameters_of dicts)."""
+    a = model_a if isinstance(model_a, dict) else parameters_of(model_a)
+    b = model_b if isinstance(model_b, dict) else parameters_of(model_b)
+    return max((a[name] - b[name]).abs().max().item() for name in a)
+
+
+def fresh_accelerator_state():
+    """Forget an earlier Accelerator, so that a run can make its own (for example with cpu=True)."""
+    AcceleratorState._reset_state(reset_partial_state=True)

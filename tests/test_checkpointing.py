@@ -9,7 +9,7 @@ import torch
 
 import helpers
 from helpers import checkpointing
-from helpers.exercises_efficiency import model_with_broken_checkpointing, tiny_batch, tiny_layers
+from helpers.exercises import model_with_broken_checkpointing, tiny_batch, tiny_layers
 
 
 @pytest.fixture(scope="module")

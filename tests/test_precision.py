@@ -10,8 +10,7 @@ import torch
 
 import helpers
 from helpers import precision
-from helpers.exercises import fresh_accelerator_state
-from helpers.exercises_efficiency import output_dtypes
+from helpers.exercises import fresh_accelerator_state, output_dtypes
 
 # The lesson's claim: over 2 epochs of the course's small setting, every step's training loss
 # with bfloat16 (or float16 + GradScaler) autocast stays within this distance of float32's
