@@ -19,6 +19,7 @@ EXPORTS = {
     "data_preparation": ["batches_per_process", "epoch_times", "lengths_summary", "map_conclusion", "padding_conclusions",
                          "padding_table", "plot_padding", "sharding_table", "time_map"],
     "distributed": ["run_on_processes"],
+    "hf_trainer": ["make_trainer"],
     "language": ["current_language", "formatted", "message", "number", "use_language"],
     "local_sgd": ["measure_local_sgd", "synchronisations_saved", "train_local_sgd"],
     "memory": ["measure_peak_memory"],
@@ -35,7 +36,6 @@ EXPORTS = {
                 "resume_table", "sharding_table"],
     "resume": ["checkpoint_bytes", "prepare_resumable", "resume_point", "train_resumable"],
     "sharding": ["count_on_sharded_model", "loss_difference", "measure_sharding", "shard_model"],
-    "trainer": ["make_trainer"],
     "training": ["History", "evaluate", "examples_per_window", "make_scheduler", "optimizer_steps_per_epoch",
                  "train_accelerate", "train_pytorch"],
 }

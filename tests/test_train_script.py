@@ -1,4 +1,4 @@
-"""The script form: `torchrun --nproc_per_node 2 -m helpers.train` on the CPU (gloo), 2 processes with
+"""The script form: `torchrun --nproc_per_node 2 -m helpers.train_script` on the CPU (gloo), 2 processes with
 batches of 4 and 2 accumulation steps, trains the same parameters as one process with batches of 16."""
 import os
 import socket
@@ -21,7 +21,7 @@ def free_port():
 
 def train(launcher, arguments, parameters_file):
     environment = {**os.environ, "GLOO_SOCKET_IFNAME": "lo"}
-    command = launcher + ["-m", "helpers.train", *COMMON, *arguments, "--save-parameters", str(parameters_file)]
+    command = launcher + ["-m", "helpers.train_script", *COMMON, *arguments, "--save-parameters", str(parameters_file)]
     run = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
     return run.stdout, torch.load(parameters_file)
@@ -42,14 +42,14 @@ def test_two_processes_train_like_one_with_the_whole_batch(tmp_path):
 
 
 def test_pytorch_path_refuses_a_launcher(tmp_path):
-    run = subprocess.run([sys.executable, "-m", "helpers.train", "--path", "pytorch"], cwd=ROOT,
+    run = subprocess.run([sys.executable, "-m", "helpers.train_script", "--path", "pytorch"], cwd=ROOT,
                          env={**os.environ, "WORLD_SIZE": "2"}, capture_output=True, text=True)
     assert run.returncode != 0 and "--path pytorch trains in one process" in run.stderr
 
 
 @pytest.mark.parametrize("path", ["pytorch", "trainer"])
 def test_other_paths_run_in_one_process(tmp_path, path):
-    run = subprocess.run([sys.executable, "-m", "helpers.train", "--path", path, "--cpu", "--train-size", "32",
+    run = subprocess.run([sys.executable, "-m", "helpers.train_script", "--path", path, "--cpu", "--train-size", "32",
                           "--output-dir", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "validation: loss" in run.stdout

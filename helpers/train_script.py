@@ -1,10 +1,10 @@
 """The course's training paths as a script, for one process, several GPUs or several machines.
 
-    python -m helpers.train --path accelerate --gradient-accumulation-steps 4
-    torchrun --nproc_per_node 2 -m helpers.train --path accelerate --cpu      # 2 CPU processes (gloo)
-    accelerate launch --multi_gpu --num_processes 4 -m helpers.train --path accelerate
+    python -m helpers.train_script --path accelerate --gradient-accumulation-steps 4
+    torchrun --nproc_per_node 2 -m helpers.train_script --path accelerate --cpu      # 2 CPU processes (gloo)
+    accelerate launch --multi_gpu --num_processes 4 -m helpers.train_script --path accelerate
     torchrun --nnodes 2 --node_rank 0 --nproc_per_node 8 --master_addr HOST --master_port 29500 \\
-        -m helpers.train --path trainer                                       # run on each machine
+        -m helpers.train_script --path trainer                                       # run on each machine
 
 `--batch-size` is per process: with P processes and N accumulation steps, an optimizer step
 learns from P * N * batch-size examples, and gives the same parameters as one process with the
@@ -20,14 +20,14 @@ from transformers import PrinterCallback, ProgressCallback
 from .data import load_data, make_dataloader, tokenize_data
 from .modeling import load_model, load_tokenizer
 from .quiet import quiet
-from .trainer import make_trainer
+from .hf_trainer import make_trainer
 from .training import evaluate, train_accelerate, train_pytorch
 
 PATHS = ("pytorch", "accelerate", "trainer")
 
 
 def parse_arguments(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m helpers.train", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m helpers.train_script", description=__doc__.split("\n")[0])
     parser.add_argument("--path", choices=PATHS, default="accelerate", help="which training loop")
     parser.add_argument("--model", default=None, help="hub id or save_pretrained folder (default: the small offline model)")
     parser.add_argument("--data", default=None, help="glue/mrpc or a save_to_disk folder (default: the offline corpus)")

@@ -1,4 +1,7 @@
-"""The Hugging Face Trainer path: TrainingArguments with evaluation every epoch, accuracy and F1."""
+"""The Hugging Face Trainer path: TrainingArguments with evaluation every epoch, accuracy and F1.
+
+Lesson 4 builds it with `make_trainer`; `python -m helpers.train_script --path trainer` runs it.
+"""
 from transformers import Trainer, TrainingArguments
 
 from .checks import require_positive_int
