@@ -27,9 +27,11 @@ ACCUMULATION_STEPS = 2
 
 def _loops():
     """(name, train function, accumulation steps) for the four loops of the slides."""
+    # every path on the CPU, as the Trainer (use_cpu=True): one table, one device
     accelerate = lambda model, loader, **kw: train_accelerate(model, loader, cpu=True, **kw)[0]
-    return [("plain loop", train_pytorch, 1), ("Accelerator", accelerate, 1),
-            ("accumulation by hand", train_pytorch, ACCUMULATION_STEPS),
+    pytorch = lambda model, loader, **kw: train_pytorch(model, loader, device="cpu", **kw)
+    return [("plain loop", pytorch, 1), ("Accelerator", accelerate, 1),
+            ("accumulation by hand", pytorch, ACCUMULATION_STEPS),
             ("accelerator.accumulate", accelerate, ACCUMULATION_STEPS)]
 
 

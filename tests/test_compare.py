@@ -31,3 +31,19 @@ def test_make_run_prints_the_table_after_the_lessons_without_progress_bars(monke
     assert " 0/4 [" not in printed.err and printed.out == "", "nothing printed between the lessons' lines"
     assert "'loss'" not in table + printed.err, "no log line per optimizer step"
     assert "LOAD REPORT" not in table + printed.err, "the new head is expected: no load report"
+
+
+def test_every_path_trains_on_the_cpu_on_a_gpu_machine_too(monkeypatch):
+    """One table, one device: the Trainer runs with use_cpu=True, so the loops run on the CPU too
+    (train_pytorch alone would take the GPU). Recorded, not trained: no GPU is needed."""
+    import torch
+    from course import compare
+
+    seen = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(compare, "train_pytorch", lambda model, loader, device=None, **kw: seen.append(device))
+    monkeypatch.setattr(compare, "train_accelerate",
+                        lambda model, loader, cpu=False, **kw: (seen.append("cpu" if cpu else None), None))
+    for _, train, steps in compare._loops():
+        train(None, None, gradient_accumulation_steps=steps)
+    assert seen == ["cpu"] * 4

@@ -6,8 +6,6 @@ per parameter, 9 local SGD (synchronisations saved, final loss against data-para
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 
-import torch
-
 from helpers import (compare_optimizers, eight_bit_unavailable, measure_checkpointing, measure_local_sgd,
                      measure_mixed_precision, quiet, synchronisations_saved)
 from helpers.optimizers import OPTIMIZERS
@@ -20,7 +18,7 @@ def _ratios(rows, key, baseline_key):
     return [row[key] / row[baseline_key] for row in rows]
 
 
-# ---- Figure 6: gradient checkpointing, peak memory and step time with / without ----
+# ---- Figure 6: gradient checkpointing, peak memory and forward + backward time with / without ----
 
 def figure_checkpointing(setting, folder):
     tokenizer, data = _data(setting["checkpointing_sizes"])
@@ -32,7 +30,7 @@ def figure_checkpointing(setting, folder):
                                                 repeats=setting["step_repeats"], progress=False))
     memory = {b: [r[i]["peak_mib_checkpointed"] / r[i]["peak_mib"] for r in rounds] for i, b in enumerate(batch_sizes)}
     time = {b: [r[i]["seconds_checkpointed"] / r[i]["seconds"] for r in rounds] for i, b in enumerate(batch_sizes)}
-    figure = Figure(6, "Gradient checkpointing: peak memory and step time, with / without")
+    figure = Figure(6, "Gradient checkpointing: peak memory and forward + backward time, with / without")
     figure.table = [["batch size", "tokens", "peak MiB without", "peak MiB with", "memory ratio",
                      "ms without", "ms with", "time ratio"]]
     for i, b in enumerate(batch_sizes):
@@ -43,9 +41,10 @@ def figure_checkpointing(setting, folder):
                              summary([r[i]["seconds_checkpointed"] * 1e3 for r in rounds], 0), summary(time[b])])
     largest = batch_sizes[-1]
     figure.headline = (f"At batch {largest}, training with checkpointing needs {summary(memory[largest], unit='x')} "
-                       f"the peak memory and {summary(time[largest], unit='x')} the step time of training without it.")
+                       f"the peak memory and {summary(time[largest], unit='x')} the time of a forward and backward "
+                       "pass of training without it.")
     plot, axis = new_plot()
-    for ratio, label in ((memory, "peak memory (what it buys)"), (time, "step time (what it costs)")):
+    for ratio, label in ((memory, "peak memory (what it buys)"), (time, "forward + backward time (what it costs)")):
         middles = [median(ratio[b]) for b in batch_sizes]
         axis.errorbar(batch_sizes, middles, marker="o", capsize=4, label=label,
                       yerr=[[m - min(ratio[b]) for m, b in zip(middles, batch_sizes)],
@@ -82,22 +81,23 @@ def figure_precision(setting, folder):
         rows.append({row["precision"]: row for row in measured})
     time = [r["bfloat16"]["seconds"] / r["float32"]["seconds"] for r in rows]
     memory = [r["bfloat16"]["peak_mib"] / r["float32"]["peak_mib"] for r in rows]
-    device = "a GPU" if torch.cuda.is_available() else "this CPU"
+    device = "this CPU" if rows[0]["float32"]["device"] == "cpu" else "the GPU"  # where _fresh_model is: the CPU
     figure = Figure(7, "Mixed precision: bfloat16 (autocast) against float32")
     figure.table = [["precision", "ms per forward + backward", "ratio to float32", "peak MiB", "ratio to float32"]]
     figure.table.append(["float32", summary([r["float32"]["seconds"] * 1e3 for r in rows], 0), "1",
                          summary([r["float32"]["peak_mib"] for r in rows], 1), "1"])
     figure.table.append(["bfloat16", summary([r["bfloat16"]["seconds"] * 1e3 for r in rows], 0), summary(time),
                          summary([r["bfloat16"]["peak_mib"] for r in rows], 1), summary(memory)])
-    speed = "slower" if median(time) > 1 else "faster"
-    figure.headline = (f"On {device}, a bfloat16 step takes {summary(time, unit='x')} the time of a float32 step "
-                       f"({speed}) and needs {summary(memory, unit='x')} its peak memory.")
+    speed = "slower" if median(time) > 1.1 else "faster" if median(time) < 0.9 else "about as long"
+    figure.headline = (f"On {device}, a forward and backward pass in bfloat16 takes {summary(time, unit='x')} the "
+                       f"time of one in float32 ({speed}), and a training step needs {summary(memory, unit='x')} "
+                       "its peak memory.")
     plot, axis = new_plot()
-    for x, (ratio, label) in enumerate(((time, "step time"), (memory, "peak memory"))):
+    for x, (ratio, label) in enumerate(((time, "forward + backward time"), (memory, "peak memory"))):
         m = median(ratio)
         axis.bar(x, m, yerr=[[m - min(ratio)], [max(ratio) - m]], capsize=4, label=label)
     axis.axhline(1.0, color="black", linewidth=1, linestyle="--", label="float32")
-    axis.set(xticks=[0, 1], xticklabels=["step time", "peak memory"], ylabel="bfloat16 / float32",
+    axis.set(xticks=[0, 1], xticklabels=["forward + backward time", "peak memory"], ylabel="bfloat16 / float32",
              title=f"bfloat16 against float32, batch {batch_size}")
     axis.legend()
     figure.plot = save_plot(plot, folder, "precision.png")
@@ -107,8 +107,9 @@ def figure_precision(setting, folder):
         f"forward pass under torch.autocast(bfloat16) or in float32, the two taking turns, median of "
         f"{setting['step_repeats']} passes after a warm-up. Memory: one optimizer step with Adam "
         f"(helpers.measure_peak_memory, torch's allocator, weights not counted). {setting['repeats']} rounds; each "
-        "ratio is taken within a round. Whether bfloat16 is faster depends on the CPU's bfloat16 instructions "
-        "(AVX512-BF16, AMX); without them autocast adds conversions and is slower.")
+        "ratio is taken within a round. Whether bfloat16 is faster depends on the size of the matrix products and "
+        "on the CPU's bfloat16 instructions (AVX512-BF16 or AMX on x86, BF16 on Arm); autocast's conversions cost "
+        "time on every CPU.")
     return figure
 
 
@@ -123,7 +124,8 @@ def _compare_in_child(data, tokenizer, batch_size):
 
 def _compare(data, tokenizer, batch_size):
     with quiet():
-        return compare_optimizers(data, tokenizer, batch_size=batch_size, progress=False)
+        # the CPU, as every figure: a child forked after the parent used CUDA could not use it
+        return compare_optimizers(data, tokenizer, batch_size=batch_size, device="cpu", progress=False)
 
 
 def figure_optimizers(setting, folder):
@@ -135,14 +137,15 @@ def figure_optimizers(setting, folder):
     figure.table = [["optimizer", "state MiB", "bytes per parameter", "ratio to AdamW", "mean loss, last 5 steps"]]
     for name in OPTIMIZERS:
         if name not in rows:
-            figure.table.append([name, "not measured: " + (eight_bit_unavailable() or "it did not run"), "", "", ""])
+            figure.table.append([name, "not measured: " + (eight_bit_unavailable("cpu") or "it did not run"), "", "",
+                                 ""])
             continue
         row = rows[name]
         figure.table.append([name, f"{row['state_bytes'] / 2 ** 20:.2f}", f"{row['bytes_per_parameter']:.3f}",
                              f"{row['bytes_per_parameter'] / adamw:.3f}", f"{row['final_loss']:.3f}"])
     figure.headline = "Optimizer state per parameter (n=1, bytes are deterministic): " + "; ".join(
         f"{name} {rows[name]['bytes_per_parameter']:.2f} B ({rows[name]['bytes_per_parameter'] / adamw:.2f}x AdamW)"
-        if name in rows else f"{name} not measured ({eight_bit_unavailable() or 'it did not run'})"
+        if name in rows else f"{name} not measured ({eight_bit_unavailable('cpu') or 'it did not run'})"
         for name in OPTIMIZERS) + "."
     plot, axis = new_plot()
     measured = [name for name in OPTIMIZERS if name in rows]
@@ -152,8 +155,9 @@ def figure_optimizers(setting, folder):
     axis.legend()
     figure.plot = save_plot(plot, folder, "optimizers.png")
     figure.method = (
-        f"helpers.compare_optimizers trains the default model from the same start on the same {len(data['train'])} "
-        f"training pairs in batches of {batch_size} (one epoch, learning rate 5e-4) with each optimizer, in a "
+        f"helpers.compare_optimizers trains the default model on the CPU from the same start on the same "
+        f"{len(data['train'])} training pairs in batches of {batch_size} (one epoch, learning rate 5e-4) with each "
+        "optimizer, in a "
         "forked child process (bitsandbytes' import would stop figure 9 from starting its processes). The bytes are "
         "summed over every tensor in optimizer.state after training (helpers.optimizer_state_bytes) and divided by "
         "the number of trained parameters. Adafactor runs as make_optimizer builds it (no first moment, beta1=None; "

@@ -55,7 +55,9 @@ def figure_overhead(setting, folder):
     loader = make_dataloader(data["train"], tokenizer, batch_size)
     paths = {
         "bare torch loop": lambda model: bare_torch_loop(model, loader),
-        "helpers.train_pytorch": lambda model: train_pytorch(model, loader, progress=False).optimizer_steps,
+        # on the CPU, as the other paths: on a GPU machine train_pytorch would take the GPU
+        "helpers.train_pytorch": lambda model: train_pytorch(model, loader, device="cpu",
+                                                             progress=False).optimizer_steps,
         "helpers.train_accelerate": lambda model: train_accelerate(
             model, loader, cpu=True, progress=False)[0].optimizer_steps,
         "helpers.make_trainer (Trainer)": lambda model: _trainer_path(model, tokenizer, data, batch_size),
@@ -175,7 +177,8 @@ def _learning_curve(model, train_loader, validation_loader, epochs, every):
         paused += pause
         points.append((time.perf_counter() - start - paused, metrics["accuracy"]))
 
-    train_pytorch(model, _EvaluatingLoader(train_loader, every, checkpoint), epochs=epochs, progress=False)
+    train_pytorch(model, _EvaluatingLoader(train_loader, every, checkpoint), epochs=epochs, device="cpu",
+                  progress=False)  # the figure's title says CPU: on a GPU machine train_pytorch would take the GPU
     return points
 
 
