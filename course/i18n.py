@@ -12,9 +12,10 @@ the titles and series names given to `plot_history`, become entries of
 helpers/locale/templates/helpers.pot, except the messages only hidden tests write: those go to
 locale/templates/hidden-tests.pot, beside the grading source, since helpers/locale ships with
 helpers to every student and kernel. `grading-source` writes them into the hidden tests of the
-Dutch and Indonesian assignments (translate_hidden_tests); a release has no hidden tests. `update` merges each template into the nl and id catalogs as
-msgmerge does: an entry whose English changed turns fuzzy (it keeps the old translation and
-the old English as `#| msgid`), a new paragraph is untranslated, a removed one obsolete.
+Dutch and Indonesian assignments (translate_hidden_tests); a release has no hidden tests.
+`update` merges each template into the nl and id catalogs as msgmerge does: an entry whose English
+changed turns fuzzy (it keeps the old translation and the old English as `#| msgid`), a new
+paragraph is untranslated, a removed one obsolete.
 A fuzzy or untranslated entry is shown in English with a "not yet translated" marker.
 """
 import argparse

@@ -110,7 +110,8 @@ def resume_table(rows, checkpoint):
     model_bytes = checkpoint["model.safetensors"]
     files = {**checkpoint, message("the whole checkpoint"): sum(checkpoint.values())}
     sizes = table([message("file"), "MB", message("x the model")],
-                  [[name, number(size / 1e6, ".3f"), number(size / model_bytes, ".2f")] for name, size in files.items()])
+                  [[name, number(size / 1e6, ".3f"), number(size / model_bytes, ".2f")]
+                   for name, size in files.items()])
     return runs + "\n\n" + sizes
 
 

@@ -83,9 +83,8 @@ def test_plots_label_their_ticks_and_sizes_in_the_language(lang):
     (english, english_sizes), (translated, sizes) = ticks(resume), in_language(lang, lambda: ticks(resume))
     assert "0.500" in english and "0,500" in translated and "0.500" not in translated
     assert "1.5 MB" in english_sizes and "1,5 MB" in sizes
-    history = lambda: helpers.plot_history(helpers.History([0.5, 0.4], [1e-3, 0.0]), validation_accuracy=[0.3, 0.9],  # noqa: E731
-                                           majority_class=0.65)
-    figure = in_language(lang, history)
+    figure = in_language(lang, lambda: helpers.plot_history(helpers.History([0.5, 0.4], [1e-3, 0.0]),
+                                                            validation_accuracy=[0.3, 0.9], majority_class=0.65))
     figure.canvas.draw()
     assert "0,2" in [label.get_text() for label in figure.axes[1].get_yticklabels()]
     assert any("(0,65)" in text.get_text() for text in figure.axes[1].get_legend().texts)
