@@ -99,9 +99,11 @@ def state_bytes_per_parameter(optimizer):
 
 
 def compare_optimizers(tokenized_train, tokenizer, *, names=OPTIMIZERS, batch_size=16, epochs=1,
-                       learning_rates=None, device=None, progress=True):
+                       learning_rates=None, model_name=None, device=None, progress=True):
     """Train the same model (same start, same batches) with each optimizer; one row per optimizer.
 
+    The model is `load_model(model_name)`: the offline default for None, else the model whose
+    tokenizer made `tokenized_train`.
     All of them train on one device, `device` (default: `default_device()`), so that their seconds
     compare; bitsandbytes' 8-bit AdamW runs on the CPU as well as on a GPU.
     A row holds the device's type ("cuda", "cpu") and plain numbers: state bytes, bytes per
@@ -117,7 +119,7 @@ def compare_optimizers(tokenized_train, tokenizer, *, names=OPTIMIZERS, batch_si
             continue
         with quiet():
             torch.manual_seed(0)
-            model = load_model()
+            model = load_model(model_name)
             loader = make_dataloader(tokenized_train, tokenizer, batch_size, shuffle=True)
             optimizer = make_optimizer(name, model.parameters(), learning_rates[name])
         history = train_pytorch(model, loader, epochs=epochs, optimizer=optimizer, device=device, progress=progress)

@@ -142,3 +142,14 @@ def test_every_optimizer_trains_on_one_device_and_each_row_names_it(tokenizer, s
     assert [row["device"] for row in rows] == ["cuda", "cuda", "cuda"]
     rows = optimizers.compare_optimizers(small_data["train"], tokenizer, device="cpu", progress=False)
     assert devices[3:] == ["cpu", "cpu", "cpu"] and {row["device"] for row in rows} == {"cpu"}
+
+
+def test_compare_optimizers_trains_the_model_of_the_lesson(tokenizer, small_data, monkeypatch):
+    """Lesson 8 with model_name="distilbert-base-cased" tokenizes with its tokenizer: the model must be the same
+    one (the offline model's embeddings are smaller than that vocabulary)."""
+    names, model = [], optimizers.load_model()
+    monkeypatch.setattr(optimizers, "load_model", lambda name=None: names.append(name) or model)
+    monkeypatch.setattr(optimizers, "train_pytorch", lambda *args, **kw: helpers.History(loss=[0.5], seconds=1.0))
+    optimizers.compare_optimizers(small_data["train"], tokenizer, names=("adamw",), model_name="a/model",
+                                  device="cpu", progress=False)
+    assert names == ["a/model"]
