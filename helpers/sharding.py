@@ -113,7 +113,8 @@ class Collectives:
         model.register_comm_hook(None, counting_hook)
 
 
-def _train_one_way(mode, tokenized_train, tokenizer, model_name, batch_size, steps, learning_rate, count_bytes):
+def _train_one_way(mode, tokenized_train, tokenizer, model_name, batch_size, steps, learning_rate, count_bytes,
+                   optimizer_name):
     """In each process: train `mode` for `steps` optimizer steps; this process's bytes, losses, collectives."""
     rank, processes = dist.get_rank(), dist.get_world_size()
     with quiet():
@@ -129,7 +130,8 @@ def _train_one_way(mode, tokenized_train, tokenizer, model_name, batch_size, ste
     else:
         model = shard_model(model)
         counting = collectives.counting_fsdp()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
+    optimizer = (torch.optim.SGD(model.parameters(), lr=learning_rate) if optimizer_name == "sgd"
+                 else torch.optim.AdamW(model.parameters(), lr=learning_rate))
     losses, held = [], {}
     start = time.perf_counter()
     with counting:
@@ -165,19 +167,21 @@ def accelerate_with_fsdp_plugin_on_cpu():
     return {"distributed_type": str(accelerator.distributed_type.value), "model": type(prepared).__name__}
 
 
-def _measure_in_process(tokenized_train, tokenizer, model_name, batch_size, steps, learning_rate, count_bytes):
+def _measure_in_process(tokenized_train, tokenizer, model_name, batch_size, steps, learning_rate, count_bytes,
+                        optimizer_name):
     accelerate_seen = accelerate_with_fsdp_plugin_on_cpu()  # also starts the process group (gloo)
     rows = [_train_one_way(mode, tokenized_train, tokenizer, model_name, batch_size, steps, learning_rate,
-                           count_bytes) for mode in MODES]
+                           count_bytes, optimizer_name) for mode in MODES]
     return {"rows": rows, "accelerate": accelerate_seen}
 
 
 def measure_sharding(tokenized_train, tokenizer, *, model_name=None, batch_size=4, steps=6, learning_rate=5e-4,
-                     count_bytes=local_bytes, num_processes=2):
+                     count_bytes=local_bytes, optimizer="adamw", num_processes=2):
     """Train the model data parallel (DDP) and fully sharded (FSDP2) on `num_processes` CPU processes.
 
     Both start from the same weights (dropout off) and see the same batches (`batch_size` per
-    process), with AdamW. `count_bytes(tensors)` counts a process's bytes (default: `local_bytes`).
+    process), with AdamW (optimizer="sgd": plain SGD, whose step grows with the gradient, where Adam's
+    hardly does: a test of the gradients' scale). `count_bytes(tensors)` counts a process's bytes (default: `local_bytes`).
     Returns {"rows": one per mode, "accelerate": what Accelerate made of an FSDP plugin on the CPU}.
     A row holds the bytes of each part per process (after the last step), the mean loss of each
     step, the seconds, and the collectives per step with the bytes of the tensors they work on.
@@ -185,8 +189,10 @@ def measure_sharding(tokenized_train, tokenizer, *, model_name=None, batch_size=
     from .distributed import run_on_processes
     require_positive_int("steps", steps)
     require_positive_int("batch_size", batch_size)
+    if optimizer not in ("adamw", "sgd"):
+        raise ValueError(f"optimizer must be 'adamw' or 'sgd', got {optimizer!r}")
     return run_on_processes(_measure_in_process, tokenized_train, tokenizer, model_name, batch_size, steps,
-                            learning_rate, count_bytes, num_processes=num_processes, timeout_s=None)
+                            learning_rate, count_bytes, optimizer, num_processes=num_processes, timeout_s=None)
 
 
 def loss_difference(rows):
