@@ -22,7 +22,7 @@ DEFAULT_CONFIG = dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=
 
 
 def _train_tokenizer(folder):
-    text = make_pretraining_pairs(SETTINGS["pairs"], SETTINGS["seed"])
+    text = make_pretraining_pairs(SETTINGS.pairs, SETTINGS.seed)
     tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tokenizer.normalizer = normalizers.BertNormalizer(lowercase=False)
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
@@ -48,7 +48,7 @@ def _train_tokenizer(folder):
 def _build_model(folder):
     tokenizer = load_tokenizer()
     config = dict(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id, **DEFAULT_CONFIG)
-    pretrain(folder, tokenizer, config, **SETTINGS)
+    pretrain(folder, tokenizer, config, SETTINGS)
 
 
 def _from_pretrained(load, what, name):

@@ -29,6 +29,7 @@ it loads the encoder with `from_pretrained`. So before fine-tuning the model has
 pairs, but not the lessons' labels: its new head does not know which kind of pair is which, and
 may even get almost every pair wrong (an accuracy near 0).
 """
+import dataclasses
 import random
 import time
 
@@ -38,8 +39,19 @@ from transformers import BertConfig, BertForPreTraining, get_linear_schedule_wit
 
 from .corpus import ACTIONS, CHANGES, add_ending, change_fact, random_event, sentence_style, write_sentence
 
-# The one-time pre-training of the default model (measured in the README).
-SETTINGS = dict(pairs=40_000, steps=1200, batch_size=32, learning_rate=1e-3, seed=1234)
+
+@dataclasses.dataclass(frozen=True)
+class PretrainingSettings:
+    """What the pre-training learns from and for how long; the same settings give the same weights."""
+    pairs: int            # generated sentence pairs (make_pretraining_pairs)
+    steps: int            # optimizer steps
+    batch_size: int       # pairs per step, drawn at random from the pairs
+    learning_rate: float  # AdamW's, after a linear warm-up over 6% of the steps
+    seed: int             # the pairs, the starting weights, the batches and the masks
+
+
+# The one-time pre-training of the default model (docs/design.md, "Offline first, real when online").
+SETTINGS = PretrainingSettings(pairs=40_000, steps=1200, batch_size=32, learning_rate=1e-3, seed=1234)
 MASKED_SHARE = 0.15
 SAME_EVENT_SHARE = 0.5
 VERBS = {word for ways in ACTIONS for way in ways for word in way.split()}
@@ -106,24 +118,23 @@ def mask_tokens(input_ids, special_tokens_mask, tokenizer, generator):
     return masked, labels
 
 
-def pretrain(folder, tokenizer, config, *, pairs, steps, batch_size, learning_rate, seed, progress=True,
-             device="cpu"):
+def pretrain(folder, tokenizer, config, settings=SETTINGS, *, progress=True, device="cpu"):
     """Pre-train a BertForPreTraining from `config` and save it (with save_pretrained) in `folder`.
 
     The same arguments give the same weights on the same machine: the starting weights, the
-    pairs, the batches and the masks all come from `seed`.
+    pairs, the batches and the masks all come from `settings.seed`.
     """
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the same sums in the same order on every machine, and no threads
     try:                      # spinning against each other on a busy one
-        return _pretrain(folder, tokenizer, config, pairs, steps, batch_size, learning_rate, seed,
-                         progress, device)
+        return _pretrain(folder, tokenizer, config, settings, progress, device)
     finally:
         torch.set_num_threads(threads)
 
 
-def _pretrain(folder, tokenizer, config, pairs, steps, batch_size, learning_rate, seed, progress, device):
-    text = make_pretraining_pairs(pairs, seed)
+def _pretrain(folder, tokenizer, config, settings, progress, device):
+    steps, batch_size, seed = settings.steps, settings.batch_size, settings.seed
+    text = make_pretraining_pairs(settings.pairs, seed)
     encoded = tokenizer([a for a, _, _ in text], [b for _, b, _ in text],
                         return_special_tokens_mask=True)
     encoded["partner"], encoded["fact"] = zip(*(word_targets(encoded.encodings[row], a, b)
@@ -136,7 +147,7 @@ def _pretrain(folder, tokenizer, config, pairs, steps, batch_size, learning_rate
                                           attn_implementation="eager")).to(device)
     fact_head = torch.nn.Linear(model.config.hidden_size, 1).to(device)  # used only here
     model.train()
-    optimizer = torch.optim.AdamW([*model.parameters(), *fact_head.parameters()], lr=learning_rate,
+    optimizer = torch.optim.AdamW([*model.parameters(), *fact_head.parameters()], lr=settings.learning_rate,
                                   weight_decay=0.01)
     schedule = get_linear_schedule_with_warmup(optimizer, int(0.06 * steps), steps)
     generator = torch.Generator().manual_seed(seed)
@@ -171,9 +182,7 @@ def _pretrain(folder, tokenizer, config, pairs, steps, batch_size, learning_rate
             optimizer.zero_grad()
             bar.set_postfix(loss=f"{loss.item():.3f}")
     model.config.attention_probs_dropout_prob = BertConfig().attention_probs_dropout_prob
-    model.config.pretraining = {"pairs": pairs, "steps": steps, "batch_size": batch_size,
-                                "learning_rate": learning_rate, "seed": seed,
-                                "seconds": round(time.perf_counter() - start, 1)}
+    model.config.pretraining = {**dataclasses.asdict(settings), "seconds": round(time.perf_counter() - start, 1)}
     model.to("cpu")
     encoder = {name: value for name, value in model.state_dict().items() if not name.startswith("bert.pooler.")}
     model.save_pretrained(folder, state_dict=encoder)

@@ -1,4 +1,6 @@
 """The pre-trained default model: honest data, a pre-trained encoder with a new head, determinism."""
+import dataclasses
+
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -20,7 +22,7 @@ def action_and_thing(sentence):
 
 @pytest.fixture(scope="module")
 def pretraining_sentences():
-    pairs = pretraining.make_pretraining_pairs(pretraining.SETTINGS["pairs"], pretraining.SETTINGS["seed"])
+    pairs = pretraining.make_pretraining_pairs(pretraining.SETTINGS.pairs, pretraining.SETTINGS.seed)
     return {sentence for a, b, _ in pairs for sentence in (a, b)}
 
 
@@ -66,7 +68,7 @@ def test_default_model_has_the_pretrained_encoder_and_a_new_head():
     for layer in (model.bert.pooler.dense, model.classifier):
         assert layer.bias.abs().max() == 0 and 0.01 < layer.weight.std() < 0.03, (
             "the head starts as BERT initialises it: zero bias, weights of standard deviation 0.02")
-    assert model.config.pretraining["steps"] == pretraining.SETTINGS["steps"]
+    assert model.config.pretraining["steps"] == pretraining.SETTINGS.steps
     assert model.config.attention_probs_dropout_prob == 0.1, "fine-tuning gets BERT's dropout back"
 
 
@@ -82,14 +84,14 @@ def test_the_new_head_is_the_same_every_time_and_leaves_the_callers_random_numbe
 
 def test_two_fresh_builds_give_identical_weights(tmp_path, tokenizer, capsys):
     config = dict(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id, **modeling.DEFAULT_CONFIG)
-    settings = dict(pairs=200, steps=3, batch_size=8, learning_rate=1e-3, seed=5)
+    settings = pretraining.PretrainingSettings(pairs=200, steps=3, batch_size=8, learning_rate=1e-3, seed=5)
     for build in ("first", "second"):
-        pretraining.pretrain(tmp_path / build, tokenizer, config, **settings)
+        pretraining.pretrain(tmp_path / build, tokenizer, config, settings)
     assert "pre-training the course's model" in capsys.readouterr().err, "a progress bar while it trains"
     first, second = (load_file(tmp_path / build / "model.safetensors") for build in ("first", "second"))
     assert first.keys() == second.keys()
     assert all(torch.equal(first[name], second[name]) for name in first)
-    untrained = pretraining.pretrain(tmp_path / "other", tokenizer, config, **{**settings, "steps": 1},
+    untrained = pretraining.pretrain(tmp_path / "other", tokenizer, config, dataclasses.replace(settings, steps=1),
                                      progress=False)
     assert not torch.equal(untrained.state_dict()["bert.embeddings.word_embeddings.weight"],
                            first["bert.embeddings.word_embeddings.weight"]), "training changed the weights"
