@@ -190,7 +190,7 @@ def repeated_examples(batches_of_processes, num_examples):
     return [example for example, count in enumerate(counts) if count > 1]
 
 
-def sharding_table(seen, num_examples):
+def process_batches_table(seen, num_examples):
     """Per configuration and process: the batches it got; then the examples seen twice."""
     rows = []
     for name, processes in seen.items():

@@ -194,7 +194,7 @@ def test_time_map_times_both_ways(small_data):
 
 
 def test_padding_strategies_of_the_lesson_rank_as_it_says(tokenizer):
-    """Lesson 0's reading: the model's limit pads most, then the longest in the data set, then dynamic
+    """Lesson 0's reading: max_length pads most, then the longest in the data set, then dynamic
     padding, and batches of similar lengths leave almost none (on the course's data)."""
     with helpers.quiet():
         train = helpers.tokenize_data(helpers.load_data(sizes={"train": 192, "validation": 8, "test": 8}),
@@ -212,6 +212,14 @@ def test_padding_strategies_of_the_lesson_rank_as_it_says(tokenizer):
     assert fractions == sorted(fractions, reverse=True) and fractions[0] > fractions[1] and fractions[3] < 0.02, fractions
 
 
+def test_max_length_64_is_the_most_the_small_model_takes(tokenizer):
+    """Lesson 0: "max_length tokens (here 64, the most our small model takes)"."""
+    parameters = cells()["l0-parameters"]
+    assert re.search(r"^max_length(: int)? = 64 ", parameters, re.M)
+    with helpers.quiet():
+        assert helpers.load_model().config.max_position_embeddings == 64 == tokenizer.model_max_length
+
+
 # ---- two processes ----
 
 EXPECTED_SHARDS = {  # 10 examples in batches of 4, two processes: the lesson's table
@@ -227,7 +235,7 @@ def test_two_processes_get_the_batches_the_lesson_describes():
     from the start (even_batches) or left short; Accelerator(split_batches=True) changes nothing."""
     seen = helpers.batches_per_process(10, 4, num_processes=2)
     assert seen == EXPECTED_SHARDS
-    table = helpers.sharding_table(seen, 10)
+    table = helpers.process_batches_table(seen, 10)
     assert "more than once: [0, 1, 2, 3, 4, 5]" in table and "more than once: none" in table
 
 
