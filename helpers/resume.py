@@ -9,6 +9,7 @@ run already trained on. Then an interrupted and resumed run ends with exactly th
 as one that was not interrupted (tests/test_resume.py).
 """
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -55,26 +56,36 @@ def prepare_resumable(model, dataloader, optimizer, epochs, data_seed=0):
     return accelerator, model, optimizer, dataloader, scheduler, progress
 
 
-def train_resumable(model, dataloader, *, checkpoint_dir, epochs=1, learning_rate=5e-4, optimizer=None,
-                    save_every=None, stop_after=None, resume=False, skip_batches=True, data_seed=0,
-                    progress=True):
-    """Train with an Accelerator, saving the whole state to `checkpoint_dir` every `save_every` steps.
+@dataclass(frozen=True)
+class ResumePlan:
+    """When a resumable run saves, stops and resumes: the keywords of `train_resumable`."""
+    save_every: int | None = None  # save the whole state every n optimizer steps
+    stop_after: int | None = None  # stop after n optimizer steps, as if the machine went down
+    resume: bool = False           # first load the state from checkpoint_dir ...
+    skip_batches: bool = True      # ... then skip the batches already seen (False: what goes wrong without)
+    data_seed: int = 0             # fixes the order of every epoch
 
-    stop_after=n: stop after n optimizer steps, as if the machine went down.
-    resume=True: first load the state from `checkpoint_dir`, then skip the batches already seen
-    (skip_batches=False shows what goes wrong without skipping).
-    `dataloader` must be shuffled with a generator (helpers.make_dataloader(..., shuffle=True))
-    or not at all; `data_seed` fixes the order of every epoch. One process.
+    def __post_init__(self):
+        for name in ("save_every", "stop_after"):
+            if getattr(self, name) is not None:
+                require_positive_int(name, getattr(self, name))
+
+
+def train_resumable(model, dataloader, *, checkpoint_dir, epochs=1, learning_rate=5e-4, optimizer=None,
+                    progress=True, **plan):
+    """Train with an Accelerator, saving the whole state to `checkpoint_dir` as `plan` says.
+
+    plan: the keywords of `ResumePlan` (save_every=n, stop_after=n, resume=True, skip_batches=False,
+    data_seed). `dataloader` must be shuffled with a generator (helpers.make_dataloader(...,
+    shuffle=True)) or not at all; `data_seed` fixes the order of every epoch. One process.
     Returns (History, the Accelerator).
     """
     require_positive_int("epochs", epochs)
-    for name, value in (("save_every", save_every), ("stop_after", stop_after)):
-        if value is not None:
-            require_positive_int(name, value)
+    plan = ResumePlan(**plan)
     optimizer = optimizer or torch.optim.AdamW(model.parameters(), lr=learning_rate)
     accelerator, model, optimizer, dataloader, scheduler, run = prepare_resumable(
-        model, dataloader, optimizer, epochs, data_seed)
-    if resume:
+        model, dataloader, optimizer, epochs, plan.data_seed)
+    if plan.resume:
         accelerator.load_state(checkpoint_dir)
     first_epoch, done_in_epoch = resume_point(run.completed_steps, len(dataloader))
     history, start = History(), time.perf_counter()
@@ -85,7 +96,7 @@ def train_resumable(model, dataloader, *, checkpoint_dir, epochs=1, learning_rat
         for epoch in range(first_epoch, epochs):
             dataloader.set_epoch(epoch)
             batches = dataloader
-            if epoch == first_epoch and done_in_epoch and skip_batches:
+            if epoch == first_epoch and done_in_epoch and plan.skip_batches:
                 batches = accelerator.skip_first_batches(dataloader, done_in_epoch)
             for batch in batches:
                 history.learning_rate.append(scheduler.get_last_lr()[0])
@@ -97,9 +108,9 @@ def train_resumable(model, dataloader, *, checkpoint_dir, epochs=1, learning_rat
                 run.completed_steps += 1
                 history.loss.append(loss.item())
                 bar.update()
-                if save_every and run.completed_steps % save_every == 0:
+                if plan.save_every and run.completed_steps % plan.save_every == 0:
                     accelerator.save_state(checkpoint_dir)
-                if run.completed_steps == stop_after:
+                if run.completed_steps == plan.stop_after:
                     history.seconds = time.perf_counter() - start
                     return history, accelerator
     history.seconds = time.perf_counter() - start
