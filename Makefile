@@ -22,7 +22,7 @@ LAB_PACK = jupyterlab_language_pack_$(COURSE_LANG)_$(shell echo $(COURSE_LANG) |
 LAB_CONFIG = $(CURDIR)/jupyter$(if $(filter-out en,$(COURSE_LANG)),$(shell $(PYTHON) -c "import $(LAB_PACK)" 2>/dev/null && echo :$(CURDIR)/jupyter/lab-$(COURSE_LANG)))
 
 help: ## list the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
 	@test -x $(PYTHON) || python3 -m venv $(VENV)
@@ -71,7 +71,10 @@ merge: setup ## combine sharded grading: make merge SHARDS="<OUT of shard 1> <OU
 bench: setup ## measure speed, memory, learning and each technique into build/bench/report.md
 	$(PYTHON) -m course.bench
 
+gpu-check: setup ## on a CUDA GPU: run every lesson there, check what they print (10 min); elsewhere says so
+	@$(PYTHON) -m course.gpu_check
+
 clean: ## remove build outputs and caches (keeps .venv)
 	rm -rf build .pytest_cache
 
-.PHONY: help setup bwrap run test quick lab release autograde merge bench clean
+.PHONY: help setup bwrap run test quick lab release autograde merge bench gpu-check clean

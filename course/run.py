@@ -59,8 +59,10 @@ def kernel_config():
     return Config(KernelManager={"transport": "ipc", "ip": str(sockets)})
 
 
-def run_notebook(notebook, out=OUT, parameters=None):
-    """Execute one notebook with papermill; return (seconds, error message or None)."""
+def run_notebook(notebook, out=OUT, parameters=None, cell_timeout=None):
+    """Execute one notebook with papermill; return (seconds, error message or None).
+
+    cell_timeout: seconds a cell may run before it fails (None: no limit)."""
     import papermill
 
     out = Path(out)
@@ -71,7 +73,7 @@ def run_notebook(notebook, out=OUT, parameters=None):
             papermill.execute_notebook(
                 str(notebook), str(out / notebook.name), parameters=parameters or {},
                 kernel_name="python3", cwd=str(ROOT), progress_bar=False, log_output=False,
-                config=kernel_config())
+                config=kernel_config(), execution_timeout=cell_timeout)
     except papermill.PapermillExecutionError as error:
         return time.perf_counter() - start, f"cell {error.exec_count}: {error.ename}: {error.evalue}"
     except Exception as error:  # the kernel died, a timeout, a missing kernel ...
@@ -79,7 +81,7 @@ def run_notebook(notebook, out=OUT, parameters=None):
     return time.perf_counter() - start, None
 
 
-def run_and_measure(notebook, out, parameters):
+def run_and_measure(notebook, out, parameters, cell_timeout=None):
     """run_notebook, plus the kernel's CPU seconds (a steadier measure on a busy machine).
 
     Each call runs in its own worker process, so its children are this notebook's kernel only.
@@ -94,7 +96,7 @@ def run_and_measure(notebook, out, parameters):
         stderr = os.dup(2)
         os.dup2(file.fileno(), 2)  # the kernel inherits this process's stderr
         try:
-            seconds, error = run_notebook(notebook, out, parameters)
+            seconds, error = run_notebook(notebook, out, parameters, cell_timeout)
         finally:
             os.dup2(stderr, 2)
             os.close(stderr)
