@@ -58,6 +58,7 @@ SMALL = {
     # lesson 9's Trainer demonstration trains on 48 of its training examples
     "09_checkpoint_resume": {"sizes": '{"train": 48, "validation": 16, "test": 8}', "batch_size": "4",
                              "save_every": "3", "stop_after": "6"},
+    "10_sharded_training": {"sizes": '{"train": 16, "validation": 8, "test": 8}', "batch_size": "4", "steps": "2"},
 }
 
 TOKENIZE = "def tokenize_pairs(batch, tokenizer, max_length):\n    return {call}\n"
@@ -162,6 +163,20 @@ STATE = "def optimizer_state_bytes(optimizer):\n    return {expression}\n"
 TENSORS = "for state in optimizer.state.values() for v in state.values() if isinstance(v, torch.Tensor)"
 ADAMW = "def adamw_state_bytes(model):\n    return {expression}\n"
 POINT = "def resume_point(completed_steps, batches_per_epoch):\n    return {expression}\n"
+ZERO_BYTES = ("def zero_bytes_per_process(num_parameters, num_processes, stage):\n"
+              "    sharded = {sharded}\n"
+              "    whole = {{'parameters': {number} * num_parameters, 'gradients': {number} * num_parameters,\n"
+              "             'optimizer_state': {state} * num_parameters}}\n"
+              "    return {{part: {divided} if part in sharded else size for part, size in whole.items()}}\n")
+STAGES = "{0: (), 1: ('optimizer_state',), 2: ('optimizer_state', 'gradients'), 3: ('optimizer_state', 'gradients', 'parameters')}[stage]"
+def zero_bytes(sharded=STAGES, number="4", state="8", divided="size // num_processes"):
+    return ZERO_BYTES.format(sharded=sharded, number=number, state=state, divided=divided)
+LOCAL_BYTES = ("def local_bytes(tensors):\n    total = 0\n    for tensor in tensors:\n{skip}"
+               "        {piece}\n        total += {size}\n    return total\n")
+SKIP_NONE = "        if tensor is None:\n            continue\n"
+TO_LOCAL = "tensor = tensor.to_local() if isinstance(tensor, DTensor) else tensor"
+def local_bytes(skip=SKIP_NONE, piece=TO_LOCAL, size="tensor.numel() * tensor.element_size()"):
+    return LOCAL_BYTES.format(skip=skip, piece=piece, size=size)
 # The loop's mistakes find their place with divmod, as a student may: a wrong resume_point cannot hide them
 RESUME = ("def resume_training(model, optimizer, dataloader, checkpoint_dir, epochs):\n"
           "    accelerator, model, optimizer, dataloader, lr_scheduler, progress = helpers.prepare_resumable(\n"
@@ -440,6 +455,29 @@ MISTAKES = {
         ("the checkpoint never loaded", resume(load="")),
         ("progress.completed_steps not counted", resume(count="")),
         ("every epoch from 0", resume(epochs="epochs")),
+    ],
+    "l10-zero-bytes-per-process": [
+        ("the stage ignored: every part sharded", zero_bytes(sharded="('optimizer_state', 'gradients', 'parameters')")),
+        ("one stage early: stage 1 shards the gradients too", zero_bytes(
+            sharded="('optimizer_state', 'gradients', 'parameters')[:stage + 1] if stage else ()")),
+        ("stage 1 shards the parameters first", zero_bytes(sharded="('parameters', 'gradients', 'optimizer_state')[:stage]")),
+        ("stage 3 leaves the parameters whole", zero_bytes(
+            sharded="('optimizer_state', 'gradients', 'parameters')[:min(stage, 2)]")),
+        ("numbers, not bytes", zero_bytes(number="1", state="2")),
+        ("one moment: 4 bytes of optimizer state per parameter", zero_bytes(state="4")),
+        ("a float: / instead of //", zero_bytes(divided="size / num_processes")),
+    ],
+    "l10-local-bytes": [
+        ("numel() of a DTensor: the whole parameter", local_bytes(piece="pass")),
+        ("numbers, not bytes", local_bytes(size="tensor.numel()")),
+        ("None not skipped", local_bytes(skip="")),
+        ("the whole divided by the number of processes", local_bytes(
+            piece="share = torch.distributed.get_world_size() if isinstance(tensor, DTensor) else 1",
+            size="tensor.numel() // share * tensor.element_size()")),
+        ("4 bytes per number, whatever the dtype", local_bytes(size="tensor.numel() * 4")),
+        ("plain tensors skipped", local_bytes(skip=SKIP_NONE + "        if not isinstance(tensor, DTensor):\n"
+                                                          "            continue\n")),
+        ("to_local() on every tensor", local_bytes(piece="tensor = tensor.to_local()")),
     ],
 }
 STRUCTURES = ["deleted", "duplicated", "moved"]
