@@ -45,7 +45,6 @@ def test_lesson_is_committed_clean(notebook):
         assert "### BEGIN SOLUTION" in cell.source and "### END SOLUTION" in cell.source
 
 
-@pytest.mark.lesson_run("notebook")
 @pytest.mark.parametrize("notebook", LESSONS, ids=lambda path: path.stem)
 def test_lesson_runs(notebook):
     path, seconds, error = executed(notebook.stem)
