@@ -13,6 +13,7 @@ import torch
 from .checks import require_positive_int
 from .language import formatted, message, number
 from .reports import table
+from .timing import wait_for
 
 # The configurations of the Accelerator whose batches batches_per_process shows, in this order
 SHARDING = ("default", "split_batches=True", "even_batches=False", "Accelerator(split_batches=True)")
@@ -69,11 +70,11 @@ def epoch_times(model, epochs, repeats=3):
     times = {name: [] for name in epochs}
     for _ in range(repeats):
         for name, batches in epochs.items():
+            wait_for(device)  # on a GPU: nothing left over from the warm-up
             start = time.perf_counter()
             for batch in batches:
                 forward_backward(batch)
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
+            wait_for(device)  # on a GPU: until the last backward pass has run
             times[name].append(time.perf_counter() - start)
     model.zero_grad(set_to_none=True)
     return times
