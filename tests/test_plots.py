@@ -89,7 +89,9 @@ RESUME = [{"run": run, "optimizer_steps": 3, "loss": [0.7, 0.6, 0.5], "max_weigh
 CHECKPOINT = {"model.safetensors": 1_500_000, "optimizer.bin": 3_000_000, "random_states_0.pkl": 15_000}
 
 DATA_NAMES = {"adamw", "adafactor"}  # legend entries that are names in the data, the same in every language
+PADDING = ({"to max_length": 0.5, "dynamic padding": 0.06}, {"to max_length": [1.0, 1.1], "dynamic padding": [0.5, 0.6]})
 LESSON_PLOTS = {
+    "00": lambda: helpers.plot_padding(*PADDING),
     "03": lambda: helpers.plot_peak_memory([8, 16, 32], [300.0, 400.0, 600.0], 32),
     "04": lambda: helpers.plot_ease_and_control({"PyTorch": (1, 3), "Trainer": (3, 1)}),
     "05": lambda: helpers.plot_checkpointing(CHECKPOINTING),
@@ -151,7 +153,8 @@ def test_printed_lines_and_tables_speak_the_course_language():
         "vóór de training: validatieloss 0,500, accuracy 0,750, F1 0,625")  # numbers follow the language
     tables = [lambda: helpers.checkpointing_table(CHECKPOINTING), lambda: helpers.local_sgd_table(LOCAL_SGD, {2: 1.3}),
               lambda: helpers.precision_table(PRECISION), lambda: helpers.optimizer_table(OPTIMIZERS),
-              lambda: helpers.resume_table(RESUME, CHECKPOINT)]
+              lambda: helpers.resume_table(RESUME, CHECKPOINT), lambda: helpers.padding_table(*PADDING),
+              lambda: helpers.process_batches_table({"default": [[[0, 1]], [[2, 3]]]}, 4)]
     for make in tables:
         english, dutch = make(), in_language("nl", make)
         header, dutch_header = english.splitlines()[0], dutch.splitlines()[0]
