@@ -2,48 +2,125 @@
 
 Most tests use one CPU core. A job that grades a class or runs lessons in kernels is a
 subprocess that the tests only read afterwards, so it can start as soon as the session knows it
-will be read: the module of the fixture that returns its result offers it when it is imported
-(`offer`), and conftest.py starts the offered jobs whose fixture a collected test uses
-(`start_offered`), one job at a time, in the order offered, on a thread of this process. The
-fixture waits for the result (`result`); a job that was not started yet starts then.
+will be read. A job is declared as a fixture:
+
+    @background.job
+    def graded_languages_job():   # no arguments; returns what the tests read
+        ...
+
+makes a session fixture `graded_languages_job` whose value is the job (`.result()` waits for what
+the function returned, or raises what it raised). Once the tests are collected, conftest.py
+starts the jobs that a selected test uses, directly or through another fixture (`start_used`),
+one at a time, in the order they are defined, on a thread of this process; a job not started yet
+starts when its result is asked for.
+
+A session that ends early (-x, Ctrl-C) does not wait for the running job: `stop` cancels the jobs
+not started and ends the running one's subprocesses. So a job starts its subprocesses with `run`
+(each in a session of its own: SIGTERM to its process group, the grader's clean stop, then
+SIGKILL), or as processes of a `multiprocessing` pool, which `stop` kills.
 """
 import concurrent.futures
+import multiprocessing
+import os
+import signal
+import subprocess
+import threading
+
+import pytest
 
 _queue = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="background")
-_offers = {}   # fixture name -> the job's function
-_jobs = {}     # fixture name -> Future of its job
+_functions = {}   # job name -> its function, in the order defined
+_futures = {}     # job name -> Future of its run
+_running = set()  # the jobs' subprocesses (Popen) that run now
+_lock = threading.Lock()
+_stopping = threading.Event()
 
 
-def offer(fixture, function):
-    """`function()` computes what the fixture named `fixture` returns (its name is unique)."""
-    _offers.setdefault(fixture, function)
+class Job:
+    """A fixture's handle on a background job."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def result(self):
+        """What the job's function returned, waiting for it (raises what it raised)."""
+        return _start(self.name).result()
 
 
-def offered():
-    """The names of the fixtures whose job is offered."""
-    return set(_offers)
+def job(function):
+    """Decorator: run `function()` in the background; a session fixture of its name gives its Job."""
+    name = function.__name__
+    _functions[name] = function
+
+    @pytest.fixture(scope="session", name=name)
+    def handle():
+        return Job(name)
+
+    handle.__doc__ = function.__doc__
+    return handle
 
 
-def start_offered(items):
-    """Queue the offered jobs whose fixture one of `items` (the collected tests) uses."""
+def names():
+    """The fixture names of the jobs."""
+    return set(_functions)
+
+
+def start_used(items):
+    """Queue the jobs that one of `items` (the collected tests) uses."""
     used = {name for item in items for name in getattr(item, "fixturenames", ())}
-    for fixture in _offers:
-        if fixture in used:
-            _start(fixture)
+    for name in _functions:
+        if name in used:
+            _start(name)
 
 
-def result(fixture):
-    """The job's return value, waiting for it if it runs (raises what the job raised)."""
-    return _start(fixture).result()
+def _start(name):
+    if name not in _futures:
+        _futures[name] = _queue.submit(_functions[name])
+    return _futures[name]
 
 
-def _start(fixture):
-    if fixture not in _jobs:
-        _jobs[fixture] = _queue.submit(_offers[fixture])
-    return _jobs[fixture]
+def run(command, *, timeout, **options):
+    """subprocess.run(command, capture_output=True, text=True, timeout=timeout, **options) for a job,
+    in a session of its own, so that `stop` can end it and everything it started."""
+    with _lock:
+        if _stopping.is_set():
+            raise RuntimeError("the test session is stopping: no new job")
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   start_new_session=True, **options)
+        _running.add(process)
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except BaseException:
+        _signal(process, signal.SIGKILL)
+        process.communicate()
+        raise
+    finally:
+        with _lock:
+            _running.discard(process)
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
 
-def cancel_queued():
-    """Cancel the jobs that have not started (a running one ends on its own)."""
-    for job in _jobs.values():
-        job.cancel()
+def stop(grace_seconds=10):
+    """The session ends: cancel the jobs not started; end the running job's subprocesses (SIGTERM to
+    their process groups, SIGKILL after `grace_seconds`) and this process's multiprocessing children."""
+    _stopping.set()
+    for future in _futures.values():
+        future.cancel()
+    with _lock:
+        running = list(_running)
+    for process in running:
+        _signal(process, signal.SIGTERM)
+    for process in running:
+        try:
+            process.wait(grace_seconds)
+        except subprocess.TimeoutExpired:
+            _signal(process, signal.SIGKILL)
+    for child in multiprocessing.active_children():  # pools of lesson and mistake runs
+        child.kill()
+
+
+def _signal(process, number):
+    try:
+        os.killpg(process.pid, number)  # its own session: the process group is the job's alone
+    except ProcessLookupError:
+        pass

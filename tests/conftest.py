@@ -33,20 +33,17 @@ def small_data(tokenizer):
                                      tokenizer)
 
 
-# Whole modules that execute notebooks, grade a class, drive a browser or train at real sizes:
-# `make quick` (pytest -m "not slow") leaves them out for day-to-day work; `make test` runs all.
-SLOW_MODULES = {"test_autograde", "test_autograde_lessons", "test_autograde_mistakes", "test_bench", "test_browser", "test_compare",
-                "test_learning", "test_notebooks", "test_release"}
+# A module that executes notebooks, grades a class, drives a browser or trains at real sizes says
+# so itself (`pytestmark = pytest.mark.slow`): `make quick` (pytest -m "not slow") leaves it out.
 
 
-# Tests that read a lesson's papermill run (lesson_runs.executed), parametrized by the lesson
-USES_LESSON_RUNS = {"test_lesson_runs", "test_solution_passes_its_own_tests"}
+def pytest_configure(config):
+    config.addinivalue_line("markers", "lesson_run(parameter): the test reads the papermill run "
+                            "(lesson_runs.executed) of the lesson its `parameter` names; the runs start "
+                            "in the background once the tests are collected")
 
 
 def pytest_collection_modifyitems(items):
-    for item in items:
-        if item.module.__name__ in SLOW_MODULES or item.get_closest_marker("slow"):
-            item.add_marker(pytest.mark.slow)
     # The modules that read a background job or a lesson run go last (whole modules, so that their
     # module-scoped fixtures are set up once): the jobs run beside the other tests meanwhile.
     late = {item.module for item in items if reads_background(item)}
@@ -54,41 +51,43 @@ def pytest_collection_modifyitems(items):
 
 
 def reads_background(item):
-    return bool(background.offered() & set(item.fixturenames)) or item.originalname in USES_LESSON_RUNS
+    return bool(background.names() & set(item.fixturenames)) or item.get_closest_marker("lesson_run") is not None
+
+
+def lesson_read_by(item):
+    """The lesson whose run a `lesson_run` test reads (its parameter: a name or a notebook's path)."""
+    value = item.callspec.params[item.get_closest_marker("lesson_run").args[0]]
+    return getattr(value, "stem", value)
 
 
 def pytest_collection_finish(session):
-    """The selected tests are known (-k, -m applied): start the lesson runs and the heavy jobs
+    """The selected tests are known (-k, -m applied): start the lesson runs and the jobs
     (background.py) they will read, beside the tests, until a test asks for them."""
     if session.config.option.collectonly:
         return
-    needed = [item.callspec.id for item in session.items if item.originalname in USES_LESSON_RUNS]
+    needed = {lesson_read_by(item) for item in session.items if item.get_closest_marker("lesson_run")}
     if needed:
-        lesson_runs.start_runs(sorted(set(needed)))
-    background.start_offered(session.items)
+        lesson_runs.start_runs(sorted(needed))
+    background.start_used(session.items)
 
 
 def pytest_sessionfinish(session):
-    background.cancel_queued()  # a session stopped early (-x, Ctrl-C) starts no more jobs
+    background.stop()  # a session stopped early (-x, Ctrl-C) does not wait for the running job
 
 
-def _grade_class():
+@background.job
+def graded_class_job():
+    """One autograde batch of every lesson: (its folder, lesson_runs.GradedClass)."""
     lessons = lesson_runs.graded_lessons()
-    if not lessons:
-        return None, None
+    assert lessons, "no lesson in solutions/ has a release in notebooks/"
     root = Path(tempfile.mkdtemp(prefix="autograde-lessons-"))
     return root, lesson_runs.grade_lessons(root, lessons)
 
 
-background.offer("graded_class", _grade_class)
-
-
 @pytest.fixture(scope="session")
-def graded_class():
-    """One autograde batch of every lesson (lesson_runs.grade_lessons), read by many tests."""
+def graded_class(graded_class_job):
+    """The graded batch of every lesson (lesson_runs.grade_lessons), read by many tests."""
     require_sandbox()
-    root, graded = background.result("graded_class")
-    if graded is None:
-        pytest.skip("no lessons in solutions/ with a release in notebooks/ yet")
+    root, graded = graded_class_job.result()
     yield graded
     shutil.rmtree(root, ignore_errors=True)

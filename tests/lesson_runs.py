@@ -24,12 +24,12 @@ from pathlib import Path
 
 import nbformat
 
+import background
 from course.paths import NOTEBOOKS, ROOT, SOLUTIONS, lesson_notebooks
 from course.run import run_notebook
 
-FOLDER = Path(tempfile.mkdtemp(prefix="lesson-runs-"))
-atexit.register(shutil.rmtree, FOLDER, True)
 _runs = {}  # lesson -> Future of (seconds, error)
+_folder = []  # the executed notebooks' folder, made by the first run of the session
 
 
 def start_runs(lessons):
@@ -39,7 +39,7 @@ def start_runs(lessons):
     atexit.register(pool.shutdown, cancel_futures=True)
     for notebook in lesson_notebooks(lessons):
         if notebook.stem not in _runs:
-            _runs[notebook.stem] = pool.submit(run_notebook, notebook, FOLDER)
+            _runs[notebook.stem] = pool.submit(run_notebook, notebook, _executed_folder())
 
 
 def executed(lesson):
@@ -47,7 +47,14 @@ def executed(lesson):
     if lesson not in _runs:
         start_runs([lesson])
     seconds, error = _runs[lesson].result()
-    return FOLDER / f"{lesson}.ipynb", seconds, error
+    return _executed_folder() / f"{lesson}.ipynb", seconds, error
+
+
+def _executed_folder():
+    if not _folder:
+        _folder.append(Path(tempfile.mkdtemp(prefix="lesson-runs-")))
+        atexit.register(shutil.rmtree, _folder[0], True)
+    return _folder[0]
 
 
 FIRST = "01_basic_loop"
@@ -122,9 +129,8 @@ def grade_lessons(root, lessons):
         folder.mkdir(parents=True)
         nbformat.write(nb, folder / f"{lesson}.ipynb")
     out = Path(root) / "out"
-    run = subprocess.run([sys.executable, "-m", "course.grade", "--submissions", str(submissions),
-                          "--out", str(out), "--jobs", str(os.cpu_count())],
-                         cwd=ROOT, capture_output=True, text=True, timeout=1200)
+    run = background.run([sys.executable, "-m", "course.grade", "--submissions", str(submissions),
+                          "--out", str(out), "--jobs", str(os.cpu_count())], cwd=ROOT, timeout=1200)
     rows = {}
     if run.returncode == 0:
         with open(out / "grades.csv", newline="") as f:

@@ -20,9 +20,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograde_corpus import CASES, extra_cell  # noqa: E402
-from autograde_toy import (HIDDEN_MARKERS, PERFECT, answer, require_sandbox,  # noqa: E402
+from autograde_corpus import CASES, extra_cell
+from autograde_toy import (HIDDEN_MARKERS, PERFECT, answer, require_sandbox,
                            write_source)
+
+pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parent.parent
 TOY_OPTIONS = ["--cell-timeout", "4", "--timeout", "12", "--memory-mb", "2048",

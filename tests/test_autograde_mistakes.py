@@ -27,7 +27,6 @@ import csv
 import multiprocessing
 import os
 import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -37,9 +36,11 @@ import pytest
 import background
 import mistake_runs
 from mistake_runs import small
-from autograde_toy import require_sandbox  # noqa: E402
+from autograde_toy import require_sandbox
 from course.paths import ROOT
-from lesson_runs import graded_lessons, points, release_with, solutions  # noqa: E402
+from lesson_runs import graded_lessons, points, release_with, solutions
+
+pytestmark = pytest.mark.slow
 
 # lesson -> {parameter: value} in its parameters cell; enough for the demonstrations to run
 SMALL_01_04 = {"sizes": '{"train": 48, "validation": 16, "test": 8}', "batch_size": "4", "epochs": "1"}
@@ -533,7 +534,8 @@ def test_every_exercise_has_three_mistakes():
         assert all(count >= 3 for count in caught.values()), (lesson, caught)
 
 
-def _check_mistakes():
+@background.job
+def checked_mistakes_job():
     """{lesson: mistake_runs.check_lesson's rows, or the exception it raised}, lessons side by side."""
     with concurrent.futures.ProcessPoolExecutor(max_workers=os.cpu_count(),
                                                 mp_context=multiprocessing.get_context("spawn")) as pool:
@@ -544,12 +546,9 @@ def _check_mistakes():
         return {lesson: future.exception() or future.result() for lesson, future in futures.items()}
 
 
-background.offer("checked_mistakes", _check_mistakes)
-
-
 @pytest.fixture(scope="module")
-def checked_mistakes():
-    return background.result("checked_mistakes")
+def checked_mistakes(checked_mistakes_job):
+    return checked_mistakes_job.result()
 
 
 def rows(checked_mistakes, lesson):
@@ -590,7 +589,8 @@ def test_restructure_changes_every_kind():
     assert seen == set(STRUCTURES), seen
 
 
-def _grade_restructured():
+@background.job
+def graded_restructured_job():
     """grades.csv's rows of one batch: each lesson's perfect answers, small parameters, restructured."""
     import nbformat
     with tempfile.TemporaryDirectory(prefix="autograde-restructured-") as root:
@@ -600,21 +600,17 @@ def _grade_restructured():
             folder = root / "submissions" / "restructured" / lesson
             folder.mkdir(parents=True)
             nbformat.write(nb, folder / f"{lesson}.ipynb")
-        run = subprocess.run([sys.executable, "-m", "course.grade", "--submissions", str(root / "submissions"),
-                              "--out", str(root / "out"), "--jobs", str(os.cpu_count())],
-                             cwd=ROOT, capture_output=True, text=True, timeout=3600)
+        run = background.run([sys.executable, "-m", "course.grade", "--submissions", str(root / "submissions"),
+                              "--out", str(root / "out"), "--jobs", str(os.cpu_count())], cwd=ROOT, timeout=3600)
         assert run.returncode == 0, run.stderr[-3000:]
         with open(root / "out" / "grades.csv", newline="") as f:
             return {r["assignment"]: r for r in csv.DictReader(f)}
 
 
-background.offer("graded_restructured", _grade_restructured)
-
-
 @pytest.fixture(scope="module")
-def graded_restructured():
+def graded_restructured(graded_restructured_job):
     require_sandbox()
-    return background.result("graded_restructured")
+    return graded_restructured_job.result()
 
 
 @pytest.mark.parametrize("lesson", LESSONS)

@@ -13,6 +13,8 @@ from course.bench.__main__ import render, run
 from course.bench.grading import KINDS, class_lessons, make_class
 from helpers.optimizers import OPTIMIZERS
 
+pytestmark = pytest.mark.slow
+
 PNG = b"\x89PNG\r\n\x1a\n"
 
 

@@ -39,6 +39,8 @@ from course.paths import BUILD, JUPYTER_CONFIG, NOTEBOOKS, SOLUTIONS
 from course.paths import ROOT as REPO
 from helpers import language
 
+pytestmark = pytest.mark.slow
+
 LESSON = "01_basic_loop"
 STUDENT_NOTEBOOK = NOTEBOOKS / LESSON / f"{LESSON}.ipynb"
 DUTCH_NOTEBOOK = NOTEBOOKS / "nl" / LESSON / f"{LESSON}.ipynb"

@@ -4,9 +4,7 @@ Each test names the lesson that states the claim. If a library changes (a new to
 transformers), the test fails, and the lesson's sentence must change with it.
 """
 import re
-import sys
 import tempfile
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -16,9 +14,7 @@ from transformers import TrainingArguments
 
 import helpers
 from course.paths import lesson_notebooks
-
-sys.path.insert(0, str(Path(__file__).parent))
-from test_trainer_accumulation import BATCH, InOrderTrainer, plain_model  # noqa: E402
+from test_trainer_accumulation import BATCH, InOrderTrainer, plain_model
 
 
 def markdown(lesson):
@@ -110,7 +106,7 @@ def test_with_adamw_and_clipping_the_accumulation_bug_doubles_the_logged_loss_no
 
 
 def test_the_trainers_loss_is_scaled_for_ga_false_is_a_third_fix(small_data, tokenizer):
-    """Lesson 4: `trainer.loss_is_scaled_for_ga = False` (transformers 5.23) makes the Trainer divide the
+    """Lesson 4: `trainer.loss_is_scaled_for_ga = False` (the pinned transformers) makes the Trainer divide the
     mean loss of a plain classifier by the accumulation steps: the logged loss is that of one large batch."""
     dataset = small_data["train"].select(range(2 * BATCH))
     _, losses_1 = trainer_step_update(plain_model(), dataset, tokenizer, 1)

@@ -1,5 +1,9 @@
 """`make run`'s comparison table: every path trains the same number of optimizer steps."""
+import pytest
+
 from course.compare import compare_paths, format_table
+
+pytestmark = pytest.mark.slow
 
 
 def test_every_path_is_compared_with_the_same_optimizer_steps(capsys):

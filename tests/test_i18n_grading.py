@@ -15,7 +15,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -89,8 +88,9 @@ def in_language(lang, english, values):
         language.use_language(previous)
 
 
-def _grade_languages():
-    """(OUT, grades.csv's rows) of one batch of the class in the module docstring."""
+@background.job
+def graded_languages_job():
+    """(its folder, grades.csv's rows) of one batch of the class in the module docstring."""
     root = Path(tempfile.mkdtemp(prefix="i18n-grading-"))
     for lesson in MISTAKES:
         for lang in LANGUAGES:
@@ -98,22 +98,18 @@ def _grade_languages():
                 folder = root / "submissions" / f"{kind}-{lang}" / lesson  # the folder does not say the language
                 folder.mkdir(parents=True)
                 (folder / f"{lesson}.ipynb").write_text(json.dumps(submission(lesson, lang, kind == "wrong")))
-    run = subprocess.run([sys.executable, "-m", "course.grade", "--submissions", str(root / "submissions"),
-                          "--out", str(root / "out"), "--jobs", str(os.cpu_count())],
-                         cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    run = background.run([sys.executable, "-m", "course.grade", "--submissions", str(root / "submissions"),
+                          "--out", str(root / "out"), "--jobs", str(os.cpu_count())], cwd=ROOT, timeout=1800)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
     with open(root / "out" / "grades.csv", newline="") as f:  # a lesson and its language per row
         return root, {(r["student_id"], i18n.assignment(r["assignment"], r["language"])): r
                       for r in csv.DictReader(f)}
 
 
-background.offer("graded_languages", _grade_languages)
-
-
 @pytest.fixture(scope="module")
-def graded_languages():
+def graded_languages(graded_languages_job):
     require_sandbox()
-    root, rows = background.result("graded_languages")
+    root, rows = graded_languages_job.result()
     yield root / "out", rows
     shutil.rmtree(root, ignore_errors=True)
 

@@ -5,6 +5,8 @@ import torch
 import helpers
 from helpers.corpus import CHANGES
 
+pytestmark = pytest.mark.slow
+
 # Lesson 1's default parameters (solutions/01_basic_loop): what a student's run trains on
 LESSON = dict(sizes={"train": 256, "validation": 300, "test": 8}, batch_size=16, epochs=2, learning_rate=5e-4)
 

@@ -7,6 +7,8 @@ import pytest
 from course.paths import lesson_notebooks
 from lesson_runs import executed
 
+pytestmark = pytest.mark.slow
+
 LESSONS = lesson_notebooks()
 EXPECTED = ["00_data_preparation", "01_basic_loop", "02_accelerator", "03_gradient_accumulation", "04_trainer",
             "05_gradient_checkpointing", "06_local_sgd", "07_mixed_precision", "08_optimizers",
@@ -45,6 +47,7 @@ def test_lesson_is_committed_clean(notebook):
         assert "### BEGIN SOLUTION" in cell.source and "### END SOLUTION" in cell.source
 
 
+@pytest.mark.lesson_run("notebook")
 @pytest.mark.parametrize("notebook", LESSONS, ids=lambda path: path.stem)
 def test_lesson_runs(notebook):
     path, seconds, error = executed(notebook.stem)

@@ -10,6 +10,8 @@ from course import release
 from course.paths import NOTEBOOKS, SOLUTIONS, lessons
 from lesson_runs import executed, graded_lessons
 
+pytestmark = pytest.mark.slow
+
 LESSONS = lessons()
 MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
 ANSI_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
@@ -58,6 +60,7 @@ def test_release_hides_solutions_and_hidden_tests(lesson):
     assert all(not cell.get("outputs") for cell in nb.cells if cell.cell_type == "code")
 
 
+@pytest.mark.lesson_run("lesson")
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_solution_passes_its_own_tests(lesson):
     """nbgrader validate's verdict on the solution, judged on the session's papermill run of it

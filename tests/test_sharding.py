@@ -66,7 +66,7 @@ def test_the_collectives_of_a_step(measured):
 
 
 def test_accelerate_ignores_an_fsdp_plugin_on_the_cpu(measured):
-    """Lesson 10 says so (accelerate 1.15, state.py); when this fails, the lesson must change."""
+    """Lesson 10 says so (the pinned accelerate, state.py); when this fails, the lesson must change."""
     assert measured["accelerate"] == {"distributed_type": "MULTI_CPU", "model": "DistributedDataParallel"}
 
 

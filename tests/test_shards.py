@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from autograde_toy import released_toy, write_class, write_source  # noqa: E402
-from test_autograde import autograde  # noqa: E402
-
-from autograde import resume, shards  # noqa: E402
-from autograde.collect import Submission  # noqa: E402
+from autograde import resume, shards
+from autograde.collect import Submission
+from autograde_toy import released_toy, write_class, write_source
+from test_autograde import autograde
 
 
 def test_shares_are_deterministic_disjoint_and_complete():
