@@ -1,6 +1,8 @@
 """The course's training core: data, model, the training loops of the slides, plots.
 
 Lessons import it as `import helpers`; tests, `make run` and grading use the same code.
+Which module teaches what, and which lesson uses it: helpers/README.md (start with data.py,
+modeling.py, training.py and slides.py).
 
 `import helpers` itself imports nothing heavy: each name below is imported from its module on
 first use (PEP 562's module `__getattr__`), so a kernel pays only for what its lesson uses
