@@ -11,22 +11,18 @@ from helpers import (compare_optimizers, eight_bit_unavailable, measure_checkpoi
 from helpers.optimizers import OPTIMIZERS
 
 from .common import Figure, median, new_plot, save_plot, summary
-from .training import _data, _fresh_model
-
-
-def _ratios(rows, key, baseline_key):
-    return [row[key] / row[baseline_key] for row in rows]
+from .training import fresh_model, tokenized_data
 
 
 # ---- Figure 6: gradient checkpointing, peak memory and forward + backward time with / without ----
 
 def figure_checkpointing(setting, folder):
-    tokenizer, data = _data(setting["checkpointing_sizes"])
+    tokenizer, data = tokenized_data(setting["checkpointing_sizes"])
     batch_sizes = setting["checkpointing_batch_sizes"]
     rounds = []  # one list of rows (one per batch size) per repeat
     for _ in range(setting["repeats"]):
         with quiet():
-            rounds.append(measure_checkpointing(_fresh_model(), data["train"], tokenizer, batch_sizes,
+            rounds.append(measure_checkpointing(fresh_model(), data["train"], tokenizer, batch_sizes,
                                                 repeats=setting["step_repeats"], progress=False))
     memory = {b: [r[i]["peak_mib_checkpointed"] / r[i]["peak_mib"] for r in rounds] for i, b in enumerate(batch_sizes)}
     time = {b: [r[i]["seconds_checkpointed"] / r[i]["seconds"] for r in rounds] for i, b in enumerate(batch_sizes)}
@@ -71,17 +67,17 @@ def figure_checkpointing(setting, folder):
 # ---- Figure 7: bfloat16 (autocast) against float32 on the CPU ----
 
 def figure_precision(setting, folder):
-    tokenizer, data = _data(setting["precision_sizes"])
+    tokenizer, data = tokenized_data(setting["precision_sizes"])
     batch_size = setting["precision_batch_size"]
     rows = []  # per repeat: {precision: row}
     for _ in range(setting["repeats"]):
         with quiet():
-            measured = measure_mixed_precision(_fresh_model(), data["train"], tokenizer, batch_size,
+            measured = measure_mixed_precision(fresh_model(), data["train"], tokenizer, batch_size,
                                                repeats=setting["step_repeats"], progress=False)
         rows.append({row["precision"]: row for row in measured})
     time = [r["bfloat16"]["seconds"] / r["float32"]["seconds"] for r in rows]
     memory = [r["bfloat16"]["peak_mib"] / r["float32"]["peak_mib"] for r in rows]
-    device = "this CPU" if rows[0]["float32"]["device"] == "cpu" else "the GPU"  # where _fresh_model is: the CPU
+    device = "this CPU" if rows[0]["float32"]["device"] == "cpu" else "the GPU"  # where fresh_model is: the CPU
     figure = Figure(7, "Mixed precision: bfloat16 (autocast) against float32")
     figure.table = [["precision", "ms per forward + backward", "ratio to float32", "peak MiB", "ratio to float32"]]
     figure.table.append(["float32", summary([r["float32"]["seconds"] * 1e3 for r in rows], 0), "1",
@@ -129,7 +125,7 @@ def _compare(data, tokenizer, batch_size):
 
 
 def figure_optimizers(setting, folder):
-    tokenizer, data = _data(setting["optimizer_sizes"])
+    tokenizer, data = tokenized_data(setting["optimizer_sizes"])
     batch_size = setting["optimizer_batch_size"]
     rows = {row["optimizer"]: row for row in _compare_in_child(data["train"], tokenizer, batch_size)}
     adamw = rows["adamw"]["bytes_per_parameter"]
@@ -170,7 +166,7 @@ def figure_optimizers(setting, folder):
 # ---- Figure 9: local SGD, synchronisations saved and the final loss against data-parallel training ----
 
 def figure_local_sgd(setting, folder):
-    tokenizer, data = _data(setting["local_sgd_sizes"])
+    tokenizer, data = tokenized_data(setting["local_sgd_sizes"])
     steps = setting["local_sgd_steps"]
     last = setting["local_sgd_last_losses"]
     with quiet():

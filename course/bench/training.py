@@ -13,13 +13,13 @@ from helpers import (evaluate, load_data, load_model, load_tokenizer, make_datal
 from .common import Figure, median, new_plot, save_plot, summary, timed
 
 
-def _data(sizes):
+def tokenized_data(sizes):
     tokenizer = load_tokenizer()
     with quiet():
         return tokenizer, tokenize_data(load_data(sizes=sizes), tokenizer)
 
 
-def _fresh_model():
+def fresh_model():
     with quiet():
         return load_model()
 
@@ -50,7 +50,7 @@ def _trainer_path(model, tokenizer, data, batch_size):
 
 
 def figure_overhead(setting, folder):
-    tokenizer, data = _data(setting["overhead_sizes"])
+    tokenizer, data = tokenized_data(setting["overhead_sizes"])
     batch_size = setting["overhead_batch_size"]
     loader = make_dataloader(data["train"], tokenizer, batch_size)
     paths = {
@@ -64,11 +64,11 @@ def figure_overhead(setting, folder):
     }
     names = list(paths)
     for name in names if setting["warm_up"] else ():  # first calls pay for imports and caches
-        paths[name](_fresh_model())
+        paths[name](fresh_model())
     per_step = {name: [] for name in names}
     for repeat in range(setting["repeats"]):
         for name in names[repeat % len(names):] + names[:repeat % len(names)]:  # rotate the order
-            model = _fresh_model()
+            model = fresh_model()
             seconds, steps = timed(paths[name], model)
             per_step[name].append(seconds / steps)
     ratios = {name: [t / b for t, b in zip(per_step[name], per_step["bare torch loop"])] for name in names[1:]}
@@ -101,8 +101,8 @@ def figure_overhead(setting, folder):
 # ---- Figure 4: peak memory of a step, micro-batch B/N with N accumulation steps ----
 
 def figure_memory(setting, folder):
-    tokenizer, data = _data(setting["memory_sizes"])
-    model = _fresh_model()
+    tokenizer, data = tokenized_data(setting["memory_sizes"])
+    model = fresh_model()
     batch, steps = setting["memory_batch"], setting["memory_steps"]
     peaks = {(method, n): [] for method in ("allocator", "rss") for n in steps}
     for _ in range(setting["repeats"]):
@@ -183,14 +183,14 @@ def _learning_curve(model, train_loader, validation_loader, epochs, every):
 
 
 def figure_learning(setting, folder):
-    tokenizer, data = _data(setting["learning_sizes"])
+    tokenizer, data = tokenized_data(setting["learning_sizes"])
     validation_loader = make_dataloader(data["validation"], tokenizer, 128)
     labels = [int(label) for label in data["validation"]["labels"]]
     majority = max(labels.count(label) for label in set(labels)) / len(labels)
     curves = []
     for seed in range(setting["learning_seeds"]):
         torch.manual_seed(seed)
-        model = _fresh_model()
+        model = fresh_model()
         start_accuracy = evaluate(model, validation_loader)["accuracy"]
         train_loader = make_dataloader(data["train"], tokenizer, setting["learning_batch_size"], shuffle=True, seed=seed)
         every = max(1, len(train_loader) // setting["learning_points_per_epoch"])
