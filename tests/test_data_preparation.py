@@ -16,7 +16,7 @@ from transformers.trainer_pt_utils import get_length_grouped_indices
 
 import helpers
 from course.paths import SOLUTIONS
-from helpers import data_preparation
+from helpers import data_preparation, exercises_data
 
 LESSON = SOLUTIONS / "00_data_preparation" / "00_data_preparation.ipynb"
 
@@ -56,7 +56,7 @@ def test_the_visible_test_pairs_differ_in_length(pairs, tokenizer):
 
 def test_the_lessons_tokenize_pairs_passes(pairs, tokenizer):
     for max_length in (64, 16):
-        assert data_preparation.tokenize_problem(solution("l0-tokenize-pairs"), tokenizer, pairs, max_length) is None
+        assert exercises_data.tokenize_problem(solution("l0-tokenize-pairs"), tokenizer, pairs, max_length) is None
 
 
 @pytest.mark.parametrize("wrong, says", [
@@ -74,15 +74,15 @@ def test_the_lessons_tokenize_pairs_passes(pairs, tokenizer):
 ])
 def test_tokenize_problem_says_what_is_wrong(pairs, tokenizer, wrong, says):
     """As the lesson's test cell asks: max_length 64 (visible), then 16 (hidden)."""
-    problem = (data_preparation.tokenize_problem(wrong, tokenizer, pairs, 64)
-               or data_preparation.tokenize_problem(wrong, tokenizer, pairs, 16))
+    problem = (exercises_data.tokenize_problem(wrong, tokenizer, pairs, 64)
+               or exercises_data.tokenize_problem(wrong, tokenizer, pairs, 16))
     assert problem is not None and says in problem, problem
 
 
 # ---- exercise 2: padding_fraction ----
 
 def test_the_lessons_padding_fraction_passes():
-    assert data_preparation.padding_fraction_problem(solution("l0-padding-fraction")) is None
+    assert exercises_data.padding_fraction_problem(solution("l0-padding-fraction")) is None
 
 
 @pytest.mark.parametrize("wrong, says", [
@@ -98,7 +98,7 @@ def test_the_lessons_padding_fraction_passes():
      "it should be 0.1852"),
 ])
 def test_padding_fraction_problem_says_what_is_wrong(wrong, says):
-    problem = data_preparation.padding_fraction_problem(wrong)
+    problem = exercises_data.padding_fraction_problem(wrong)
     assert problem is not None and says in problem, problem
 
 
@@ -126,10 +126,10 @@ def grouped(sort=True, shuffle="seeded", drop_last=False):
 
 
 def test_the_lessons_length_grouped_batches_passes():
-    assert data_preparation.grouping_problem(solution("l0-length-grouped-batches"), LENGTHS, 8) is None
-    assert data_preparation.grouping_problem(grouped(), [7] * 20, 4) is None  # all equally long
+    assert exercises_data.grouping_problem(solution("l0-length-grouped-batches"), LENGTHS, 8) is None
+    assert exercises_data.grouping_problem(grouped(), [7] * 20, 4) is None  # all equally long
     # a shuffle may fall in order by chance (1 in 3 with 3 batches): only an order that every seed keeps is wrong
-    assert data_preparation.grouping_problem(grouped(shuffle="in order for seed 0"), LENGTHS, 8) is None
+    assert exercises_data.grouping_problem(grouped(shuffle="in order for seed 0"), LENGTHS, 8) is None
 
 
 @pytest.mark.parametrize("wrong, says", [
@@ -144,7 +144,7 @@ def test_the_lessons_length_grouped_batches_passes():
                                         for i in range(0, len(lengths), batch_size + 1)], "should hold"),
 ])
 def test_grouping_problem_says_what_is_wrong(wrong, says):
-    problem = data_preparation.grouping_problem(wrong, LENGTHS, 8)
+    problem = exercises_data.grouping_problem(wrong, LENGTHS, 8)
     assert problem is not None and says in problem, problem
 
 
@@ -154,8 +154,8 @@ def test_sorted_batches_leave_the_least_padding():
     shuffled = list(range(len(LENGTHS)))
     rng.shuffle(shuffled)
     random_batches = [shuffled[i:i + 8] for i in range(0, len(shuffled), 8)]
-    best = data_preparation.padded_tokens(LENGTHS, data_preparation.sorted_chunks(LENGTHS, 8))
-    assert sum(LENGTHS) <= best < data_preparation.padded_tokens(LENGTHS, random_batches)
+    best = exercises_data.padded_tokens(LENGTHS, exercises_data.sorted_chunks(LENGTHS, 8))
+    assert sum(LENGTHS) <= best < exercises_data.padded_tokens(LENGTHS, random_batches)
 
 
 # ---- what the lesson prints: the wording follows the numbers ----
