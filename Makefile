@@ -27,7 +27,7 @@ help: ## list the targets
 $(STAMP): pyproject.toml
 	@test -x $(PYTHON) || python3 -m venv $(VENV)
 	@echo "Installing the course environment into $(VENV) (log: $(VENV)/install.log) ..."
-	@$(PYTHON) -m pip install -e '.[test]' > $(VENV)/install.log 2>&1 || { tail -30 $(VENV)/install.log; exit 1; }
+	@$(PYTHON) -m pip install -e '.[test,hub]' > $(VENV)/install.log 2>&1 || { tail -30 $(VENV)/install.log; exit 1; }
 	@# jsonschema imports rfc3987-syntax if it is there (jupyter-events asks for it, optionally), which
 	@# builds 39 parsers on import: 3.7 s in every process that imports nbformat. Nothing here checks IRIs.
 	@$(PYTHON) -m pip uninstall -y rfc3987-syntax >> $(VENV)/install.log 2>&1
@@ -71,10 +71,14 @@ merge: setup ## combine sharded grading: make merge SHARDS="<OUT of shard 1> <OU
 bench: setup ## measure speed, memory, learning and each technique into build/bench/report.md
 	$(PYTHON) -m course.bench
 
+HUB_PORT ?= 8000
+hub: setup ## a class on a local JupyterHub: an instructor, students in en/nl/id, offline; Ctrl-C stops it [HUB_PORT=8000]
+	$(PYTHON) -m course.hub serve --port $(HUB_PORT)
+
 gpu-check: setup ## on a CUDA GPU: run every lesson there, check what they print (10 min); elsewhere says so
 	@$(PYTHON) -m course.gpu_check
 
 clean: ## remove build outputs and caches (keeps .venv)
 	rm -rf build .pytest_cache
 
-.PHONY: help setup bwrap run test quick lab release autograde merge bench gpu-check clean
+.PHONY: help setup bwrap run test quick lab release autograde merge bench gpu-check hub clean
