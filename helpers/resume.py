@@ -134,14 +134,20 @@ class StopAfterSteps(TrainerCallback):
         return control
 
 
-def measure_resume(tokenized_train, tokenizer, folder, *, model_name=None, batch_size=8, epochs=2, stop_after=10,
-                   save_every=5, learning_rate=5e-4):
+def measure_resume(tokenized_train, tokenizer, folder, *, model_name=None, batch_size=8, epochs=2,
+                   learning_rate=5e-4, **crash):
     """Train once without a break, and twice interrupted after `stop_after` steps and resumed from the
     last checkpoint (saved every `save_every` steps): with and without skip_first_batches.
 
+    crash: stop_after (10) and save_every (5), as in `ResumePlan`.
     Returns (rows, checkpoint): a row per run (its name, optimizer steps, loss per step, and the
     largest weight difference to the uninterrupted run) and {file: bytes} of the checkpoint.
     """
+    unknown = sorted(set(crash) - {"stop_after", "save_every"})
+    if unknown:
+        raise TypeError(f"measure_resume() got unexpected keyword arguments {unknown}")
+    crash = ResumePlan(**{"stop_after": 10, "save_every": 5, **crash})
+    stop_after, save_every = crash.stop_after, crash.save_every
     from .data import make_dataloader
     from .modeling import load_model
     from .quiet import quiet
