@@ -23,14 +23,12 @@ import tempfile
 import threading
 import time
 import traceback
-import warnings
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
-from nbgrader.api import Gradebook, MissingEntry
-
-from . import REPO, class_report, outfolder, report, resume, sandbox, shards
+from . import REPO, class_report, gradebook, outfolder, report, resume, sandbox, shards
 from .collect import collect
 from .nbgrader_course import assignments_in, ensure_venv_on_path, prepare
 from .grade import LOG_NAME, GradingLimits, Job, run_job
@@ -302,8 +300,7 @@ def _resumed(out, fingerprints, settings):
 
 def _gradebook_scores(out):
     """{(student, assignment): (score, max score)} of every submission in OUT's gradebook."""
-    warnings.filterwarnings("ignore", module="nbgrader.api")  # SQLAlchemy autoflush chatter
-    with Gradebook(f"sqlite:///{out}/gradebook.db") as gb:
+    with gradebook.opened(out) as gb:
         return {(s.student.id, a.name): (s.score, s.max_score)
                 for a in gb.assignments for s in gb.assignment_submissions(a.name)}
 
@@ -406,31 +403,13 @@ def _copy_submission(submission, notebooks, out):
 
 def _merge(out, submission, result, assignments):
     """Copy the worker's autograde scores into OUT's gradebook (only this process writes it)."""
-    warnings.filterwarnings("ignore", module="nbgrader.api")  # SQLAlchemy autoflush chatter
     student, assignment = submission.student, submission.assignment
     worker = Path(result["course"]) if result.get("course") else None
-    with Gradebook(f"sqlite:///{out}/gradebook.db") as gb:
-        gb.update_or_create_student(student)
-        src = None
-        if worker and (worker / "gradebook.db").exists():
-            src = Gradebook(f"sqlite:///{worker}/gradebook.db")
-        try:
-            found = src.find_submission(assignment, student) if src else None
-        except MissingEntry:
-            found = None
-        dst = gb.update_or_create_submission(assignment, student,
-                                             timestamp=found.timestamp if found else None)
-        for notebook in dst.notebooks:
-            for grade in notebook.grades:
-                auto, manual = _worker_grade(src, found, grade.name, notebook.name, assignment, student)
-                grade.auto_score = auto
-                grade.needs_manual_grade = manual or grade.manual_score is not None
-            for comment in notebook.comments:
-                comment.auto_comment = None if found else "Not graded: " + result["detail"][:200]
-        gb.db.commit()
-        score, max_score = dst.score, dst.max_score
-        if src:
-            src.close()
+    graded = worker is not None and (worker / "gradebook.db").exists()
+    with gradebook.opened(out) as gb, (gradebook.opened(worker) if graded else nullcontext()) as src:
+        copy = gradebook.copy_submission(src, gb, assignment, student, manual=False,
+                                         not_graded=result["detail"])
+        score, max_score = copy.score, copy.max_score
     for kind in ("autograded", "feedback"):
         target = out / kind / student / assignment
         if target.exists():
@@ -443,18 +422,6 @@ def _merge(out, submission, result, assignments):
     detail = "; ".join(part for part in (submission.note, detail) if part)
     return {"student_id": student, "assignment": assignment, "score": report.fmt(score),
             "max_score": report.fmt(max_score), "status": result["status"], "detail": detail}
-
-
-def _worker_grade(src, found, grade_id, notebook, assignment, student):
-    if found is None:
-        return 0.0, False
-    try:
-        grade = src.find_grade(grade_id, notebook, assignment, student)
-    except MissingEntry:
-        return 0.0, False
-    if grade.auto_score is None and not grade.needs_manual_grade:
-        return 0.0, False
-    return grade.auto_score, grade.needs_manual_grade
 
 
 def _course_cache(source, work):

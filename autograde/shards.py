@@ -16,7 +16,6 @@ import argparse
 import filecmp
 import shutil
 import sys
-import warnings
 from pathlib import Path
 
 from . import class_report, report, resume
@@ -122,27 +121,10 @@ def _same_sources(first, other):
 
 
 def _copy_grades(shard, out, rows):
-    from nbgrader.api import Gradebook
-    warnings.filterwarnings("ignore", module="nbgrader.api")  # SQLAlchemy autoflush chatter
-    with Gradebook(f"sqlite:///{out}/gradebook.db") as target, \
-            Gradebook(f"sqlite:///{shard}/gradebook.db") as source:
+    from . import gradebook  # nbgrader, only once a merge runs
+    with gradebook.opened(out) as target, gradebook.opened(shard) as source:
         for row in rows:
-            student, assignment = row["student_id"], row["assignment"]
-            found = source.find_submission(assignment, student)
-            target.update_or_create_student(student)
-            copy = target.update_or_create_submission(assignment, student,
-                                                      timestamp=found.timestamp)
-            for notebook in copy.notebooks:
-                for grade in notebook.grades:
-                    was = source.find_grade(grade.name, notebook.name, assignment, student)
-                    grade.auto_score, grade.manual_score = was.auto_score, was.manual_score
-                    grade.extra_credit = was.extra_credit
-                    grade.needs_manual_grade = was.needs_manual_grade
-                for comment in notebook.comments:
-                    was = source.find_comment(comment.name, notebook.name, assignment, student)
-                    comment.auto_comment, comment.manual_comment = (was.auto_comment,
-                                                                    was.manual_comment)
-            target.db.commit()
+            gradebook.copy_submission(source, target, row["assignment"], row["student_id"], manual=True)
 
 
 def main(argv=None):

@@ -10,23 +10,20 @@ time for 100 submissions).
 """
 import base64
 import json
-import warnings
 from pathlib import Path
 
 PADDING = base64.b64encode(bytes(range(256)) * 400).decode()  # ~130 KB: a plot's worth
 
 
 def graded_class(source, out, students, fails, pad_outputs=False):
-    from autograde import outfolder
+    from autograde import gradebook, outfolder
     from autograde.nbgrader_course import assignments_in, ensure_venv_on_path, prepare
-    from nbgrader.api import Gradebook
     ensure_venv_on_path()
-    warnings.filterwarnings("ignore", module="nbgrader.api")
     out = Path(out).resolve()
     assignments = assignments_in(source)
     prepare(source, out, assignments)
     rows, timings = [], {}
-    with Gradebook(f"sqlite:///{out}/gradebook.db") as gb:
+    with gradebook.opened(out) as gb:
         for index in range(students):
             student = f"student{index:03d}"
             gb.update_or_create_student(student)
