@@ -251,7 +251,7 @@ def _grade(batch, submissions, record, fingerprints, slots, jobs_dir, stop):
                     if outcome is None or (stop.signal and not outcome[1]):
                         continue
                     key = (submission.student, submission.assignment)
-                    row = _merge(batch.out, submission, outcome[0], batch.assignments)
+                    row = _merge(batch.out, submission, outcome[0])
                     record.add(row, seconds[key], fingerprints[key])
                     done += 1
                     report.progress(done, total, row, time.monotonic() - grading_started, kept)
@@ -401,7 +401,7 @@ def _copy_submission(submission, notebooks, out):
     return target
 
 
-def _merge(out, submission, result, assignments):
+def _merge(out, submission, result):
     """Copy the worker's autograde scores into OUT's gradebook (only this process writes it)."""
     student, assignment = submission.student, submission.assignment
     worker = Path(result["course"]) if result.get("course") else None
