@@ -406,7 +406,7 @@ def translated_notebook(path, language, lesson=None):
 
 
 def write_notebook(notebook, path):
-    """Write as nbformat does (1-space indent, sorted keys, newline at the end), like course.release."""
+    """Write as nbformat does (1-space indent, sorted keys, newline at the end)."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
 

@@ -46,9 +46,8 @@ def generate(out, names=None):
 
 
 def normalise(path):
-    """Write the notebook as nbformat does (1-space indent, sorted keys, newline at the end)."""
-    notebook = json.loads(Path(path).read_text())
-    Path(path).write_text(json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    """Write the notebook as nbformat does (i18n.write_notebook)."""
+    i18n.write_notebook(json.loads(Path(path).read_text()), path)
 
 
 def differences(released, committed=NOTEBOOKS):
