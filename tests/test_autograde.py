@@ -23,10 +23,10 @@ import pytest
 from autograde_corpus import CASES, extra_cell
 from autograde_toy import (HIDDEN_MARKERS, PERFECT, answer, require_sandbox,
                            write_source)
+from course.paths import ROOT as REPO
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parent.parent
 TOY_OPTIONS = ["--cell-timeout", "4", "--timeout", "12", "--memory-mb", "2048",
                "--max-output-bytes", "100000", "--preload", "numpy",
                "--protected", "builtins", "math", "numpy", "IPython", "ipykernel"]

@@ -2,9 +2,8 @@
 import importlib.util
 import re
 import tomllib
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from course.paths import ROOT
 
 
 def pins(lines):

@@ -5,15 +5,13 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 import helpers
 from course import gpu_check
+from course.paths import ROOT
 from helpers import checkpointing, precision
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_without_a_gpu_it_says_so_in_one_line_and_exits_0():

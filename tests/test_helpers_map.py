@@ -1,8 +1,9 @@
 """helpers/README.md is the package's reading map: it names every module, and only modules that exist."""
 import re
-from pathlib import Path
 
-HELPERS = Path(__file__).resolve().parents[1] / "helpers"
+from course.paths import ROOT
+
+HELPERS = ROOT / "helpers"
 
 
 def test_the_reading_map_names_every_module():

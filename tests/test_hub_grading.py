@@ -21,9 +21,9 @@ import pytest
 from nbgrader.utils import notebook_hash
 
 from autograde_toy import PERFECT, answer, released_toy, require_sandbox, write_source
+from course.paths import ROOT as REPO
 
 pytestmark = pytest.mark.slow
-REPO = Path(__file__).resolve().parent.parent
 SECRETS = {"ontime": "ab" * 64, "garbled": "cd" * 64, "copier": "ef" * 64}
 TIMESTAMPS = {"ontime": "2026-12-01 14:00:00.000000 UTC", "garbled": "next tuesday, honest",
               "copier": "2026-12-01 14:05:00.000000 UTC"}

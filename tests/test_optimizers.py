@@ -4,16 +4,14 @@ Nothing here imports bitsandbytes into the test process (it would stop run_on_pr
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
 from transformers.optimization import Adafactor
 
 import helpers
+from course.paths import ROOT
 from helpers import optimizers
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def one_step(name, model):

@@ -10,7 +10,6 @@ import re
 import signal
 import sys
 import traceback
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -19,9 +18,9 @@ from accelerate import Accelerator
 from nbclient import NotebookClient
 
 import helpers
+from course.paths import ROOT as REPO
 from lesson_runs import graded_lessons
 
-REPO = Path(__file__).resolve().parent.parent
 # what torch's elastic launcher shows, which the student must not see
 LAUNCHER_TEXT = ("ChildFailedError", "torch/distributed/elastic", "error_file", "torchelastic", "(pid:")
 

@@ -2,14 +2,12 @@
 the lesson defines, and only at grading time. (Its effect on scores: make bench, figure 2,
 compares every score with plain nbgrader's at the lesson's own sizes; tests/
 test_autograde_lessons.py grades the solutions to full marks with it.)"""
-from pathlib import Path
-
 import nbformat
 import pytest
 
 from autograde.profile import GRADING_PARAMETERS, InjectGradingParameters, defined_names
+from course.paths import ROOT as REPO
 
-REPO = Path(__file__).resolve().parent.parent
 LESSONS = sorted(p.name for p in (REPO / "solutions").iterdir() if (p / f"{p.name}.ipynb").exists())
 
 

@@ -4,12 +4,12 @@ import os
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
+from course.paths import ROOT
+
 COMMON = ["--path", "accelerate", "--cpu", "--train-size", "96", "--no-dropout"]
 
 
