@@ -483,7 +483,7 @@ MISTAKES = {
 }
 STRUCTURES = ["deleted", "duplicated", "moved"]
 # COURSE_GRADED_LESSONS (names, comma-separated, as lesson_runs.graded_lessons reads it) checks only those lessons:
-# COURSE_GRADED_LESSONS=10_sharded_training pytest tests/test_autograde_mistakes.py -k 'mistake or right_answer'
+# COURSE_GRADED_LESSONS=10_sharded_training pytest tests/test_autograde_mistakes.py -k 'every_mistake_fails or right_answer_passes'
 LESSONS = [lesson for lesson in SMALL if lesson in (os.environ.get("COURSE_GRADED_LESSONS") or lesson).split(",")]
 
 
