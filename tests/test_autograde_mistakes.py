@@ -123,6 +123,24 @@ MOVE = "        batch = {key: value.to(device) for key, value in batch.items()}\
 ACCUMULATE = ("        with accelerator.accumulate(model):\n            loss = model(**batch).loss\n"
               "            accelerator.backward({loss})\n            optimizer.step()\n"
               "            lr_scheduler.step()\n            optimizer.zero_grad()\n")
+CLIP_3 = ("def train_with_clipping(model, optimizer, dataloader, lr_scheduler, gradient_accumulation_steps=2,\n"
+          "                        max_norm=1.0, cpu=False):\n"
+          "    accelerator = Accelerator(gradient_accumulation_steps=gradient_accumulation_steps, cpu=cpu)\n"
+          "    model, optimizer, dataloader, lr_scheduler = accelerator.prepare(\n"
+          "        model, optimizer, dataloader, lr_scheduler)\n"
+          "    model.train()\n    losses = []\n    for batch in dataloader:\n"
+          "        with accelerator.accumulate(model):\n            loss = model(**batch).loss\n"
+          "{before}            accelerator.backward(loss)\n{after}            optimizer.step()\n{stepped}"
+          "            lr_scheduler.step()\n            optimizer.zero_grad()\n"
+          "        losses.append(loss.item())\n    return losses\n")
+CLIP_IF_SYNC = ("            if accelerator.sync_gradients:\n"
+                "                accelerator.clip_grad_norm_(model.parameters(), max_norm)\n")
+
+
+def clip_3(before="", after=CLIP_IF_SYNC, stepped=""):
+    return CLIP_3.format(before=before, after=after, stepped=stepped)
+
+
 GOOD_DUE = "(index + 1) % gradient_accumulation_steps == 0 or index + 1 == num_batches"
 # the loop's mistakes decide the step inline, as a student may: a wrong accumulation_step_due cannot hide them
 STEP_DUE_INLINE = f"        if {GOOD_DUE}:\n"
@@ -157,6 +175,13 @@ K1 = "l6-test-k1-is-data-parallel"   # lesson 6's K = 1 test runs the same loop
 MIXED = "def mixed_precision_step(model, batch, optimizer, scaler, device_type, dtype):\n{body}    return loss.item()\n"
 AUTOCAST = "    with torch.autocast(device_type, dtype=dtype):\n        loss = model(**batch).loss\n"
 SCALED = "    scaler.scale(loss).backward()\n    scaler.step(optimizer)\n    scaler.update()\n    optimizer.zero_grad()\n"
+CLIPPED_7 = ("def clipped_mixed_precision_step(model, batch, optimizer, scaler, device_type, dtype, max_norm):\n"
+             "    with torch.autocast(device_type, dtype=dtype):\n        loss = model(**batch).loss\n"
+             "    scaler.scale(loss).backward()\n{body}    scaler.update()\n    optimizer.zero_grad()\n"
+             "    return loss.item()\n")
+UNSCALE = "    scaler.unscale_(optimizer)\n"
+CLIP = "    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)\n"
+STEP = "    scaler.step(optimizer)\n"
 ARGS_7 = ("def make_training_args(output_dir, batch_size, epochs, use_cpu):\n"
           "    return TrainingArguments(output_dir=output_dir, per_device_train_batch_size=batch_size,\n"
           "                             num_train_epochs=epochs, {arguments}, report_to=\"none\")\n")
@@ -315,6 +340,17 @@ MISTAKES = {
         ("Accelerator without gradient_accumulation_steps", ACCELERATE_3.format(
             arguments="device_placement=True", body=ACCUMULATE.format(loss="loss"))),
     ],
+    "l3-train-with-clipping": [
+        ("clipped after every micro-batch", clip_3(
+            after="            accelerator.clip_grad_norm_(model.parameters(), max_norm)\n")),
+        ("clipped when sync_gradients is False", clip_3(
+            after=CLIP_IF_SYNC.replace("if accelerator", "if not accelerator"))),
+        ("torch.nn.utils.clip_grad_norm_ instead of accelerator.clip_grad_norm_", clip_3(
+            after=CLIP_IF_SYNC.replace("accelerator.clip_grad_norm_", "torch.nn.utils.clip_grad_norm_"))),
+        ("max_norm fixed to 1.0", clip_3(after=CLIP_IF_SYNC.replace("max_norm)", "1.0)"))),
+        ("clipped after optimizer.step()", clip_3(after="", stepped=CLIP_IF_SYNC)),
+        ("clipped before backward", clip_3(before=CLIP_IF_SYNC, after="")),
+    ],
     "l4-compute-metrics": [
         ("macro F1", METRICS.format(predictions="np.argmax(logits, axis=-1)",
                                     accuracy="float(accuracy_score(labels, predictions))",
@@ -406,6 +442,18 @@ MISTAKES = {
         ("scaler.update() before scaler.step()", MIXED.format(
             body=AUTOCAST + "    scaler.scale(loss).backward()\n    scaler.update()\n    scaler.step(optimizer)\n"
                             "    optimizer.zero_grad()\n")),
+    ],
+    "l7-clipped-mixed-precision-step": [
+        ("clipped before scaler.unscale_", CLIPPED_7.format(body=CLIP + UNSCALE + STEP)),
+        ("no scaler.unscale_: the scaled gradients clipped", CLIPPED_7.format(body=CLIP + STEP)),
+        ("clipped after scaler.step", CLIPPED_7.format(body=UNSCALE + STEP + CLIP)),
+        ("optimizer.step() after unscale_, not scaler.step", CLIPPED_7.format(
+            body=UNSCALE + CLIP + "    optimizer.step()\n")),
+        ("unscale_ after scaler.step", CLIPPED_7.format(body=CLIP + STEP + UNSCALE)),
+        ("max_norm fixed to 1.0", CLIPPED_7.format(body=UNSCALE + CLIP.replace("max_norm)", "1.0)") + STEP)),
+        ("clipped only when the scaler is on", CLIPPED_7.format(
+            body="    if scaler.is_enabled():\n        scaler.unscale_(optimizer)\n"
+                 "        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)\n" + STEP)),
     ],
     "l7-make-training-args": [
         ("fp16 instead of bf16", ARGS_7.format(arguments="fp16=True, use_cpu=use_cpu")),
