@@ -87,6 +87,13 @@ RESUME = [{"run": run, "optimizer_steps": 3, "loss": [0.7, 0.6, 0.5], "max_weigh
           for run, difference in (("uninterrupted", 0.0), ("resumed", 0.0),
                                   ("resumed without skip_first_batches", 0.01))]
 CHECKPOINT = {"model.safetensors": 1_500_000, "optimizer.bin": 3_000_000, "random_states_0.pkl": 15_000}
+SHARDING = [{"mode": mode, "processes": 2, "num_parameters": 1000, "loss": [0.7, 0.6], "seconds": 1.0,
+             "bytes": {"parameters": [4000 // share] * 2, "gradients": [4000 // share] * 2,
+                       "optimizer_state": [8000 // share + 8] * 2},
+             "calls_per_step": {"all-reduce": 2.0 - share, "all-gather": 3.0 * (share - 1), "reduce-scatter": share - 1.0},
+             "bytes_per_step": {"all-reduce": 4000.0 * (2 - share), "all-gather": 7000.0 * (share - 1),
+                                "reduce-scatter": 4000.0 * (share - 1)}}
+            for mode, share in (("data parallel", 1), ("fully sharded", 2))]
 
 DATA_NAMES = {"adamw", "adafactor"}  # legend entries that are names in the data, the same in every language
 PADDING = ({"to max_length": 0.5, "dynamic padding": 0.06}, {"to max_length": [1.0, 1.1], "dynamic padding": [0.5, 0.6]})
@@ -99,6 +106,7 @@ LESSON_PLOTS = {
     "07": lambda: helpers.plot_mixed_precision(PRECISION),
     "08": lambda: helpers.plot_optimizers(OPTIMIZERS),
     "09": lambda: helpers.plot_resume(RESUME, CHECKPOINT, stop_after=2),
+    "10": lambda: helpers.plot_sharding(SHARDING),
     "history": lambda: helpers.plot_history({"basic loop": helpers.History([0.5, 0.4], [1e-3, 0.0])},
                                             title="Lesson 1: the basic loop", validation_accuracy=[0.3, 0.9],
                                             majority_class=0.65),
@@ -154,6 +162,7 @@ def test_printed_lines_and_tables_speak_the_course_language():
     tables = [lambda: helpers.checkpointing_table(CHECKPOINTING), lambda: helpers.local_sgd_table(LOCAL_SGD, {2: 1.3}),
               lambda: helpers.precision_table(PRECISION), lambda: helpers.optimizer_table(OPTIMIZERS),
               lambda: helpers.resume_table(RESUME, CHECKPOINT), lambda: helpers.padding_table(*PADDING),
+              lambda: helpers.sharding_table(SHARDING),
               lambda: helpers.process_batches_table({"default": [[[0, 1]], [[2, 3]]]}, 4)]
     for make in tables:
         english, dutch = make(), in_language("nl", make)
