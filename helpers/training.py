@@ -120,17 +120,17 @@ def train_pytorch(model, dataloader, *, epochs=1, learning_rate=5e-4, gradient_a
 
 
 def train_accelerate(model, dataloader, *, epochs=1, learning_rate=5e-4, gradient_accumulation_steps=1,
-                     optimizer=None, cpu=False, mixed_precision=None, progress=True):
+                     optimizer=None, progress=True, **accelerator_options):
     """The same loop with Accelerate; with N > 1 it uses `accelerator.accumulate(model)`.
 
-    mixed_precision="bf16" (or "fp16" on a GPU) goes to the Accelerator: `prepare` then runs the
-    model's forward pass under torch.autocast (see helpers.precision).
-    Works in one process and under a launcher (see `helpers.run_on_processes`).
+    accelerator_options go to the Accelerator: cpu=True runs on the CPU; mixed_precision="bf16"
+    (or "fp16" on a GPU) makes `prepare` run the model's forward pass under torch.autocast (see
+    helpers.precision). Works in one process and under a launcher (see `helpers.run_on_processes`).
     Returns the History and the Accelerator (it knows the process index and the device).
     """
     require_positive_int("gradient_accumulation_steps", gradient_accumulation_steps)
-    accelerator = Accelerator(device_placement=True, cpu=cpu, mixed_precision=mixed_precision,
-                              gradient_accumulation_steps=gradient_accumulation_steps)
+    accelerator = Accelerator(device_placement=True, gradient_accumulation_steps=gradient_accumulation_steps,
+                              **accelerator_options)
     processes, n = accelerator.num_processes, gradient_accumulation_steps
     # each process sees 1/processes of every window
     optimizer, lr_scheduler, windows = _setup(
