@@ -105,19 +105,34 @@ def train_local_sgd(model, dataloader, *, local_sgd_steps=None, epochs=1, learni
     return history, communication, accelerator
 
 
-def _train_each(tokenized_train, tokenizer, model_name, batch_size, epochs, learning_rate, variants,
-                optimizer_name):
+@dataclass(frozen=True)
+class LocalSGDTraining:
+    """How `measure_local_sgd` trains every variant, on every process."""
+    model_name: str | None = None
+    batch_size: int = 8           # per process
+    epochs: int = 1
+    learning_rate: float = 5e-4
+    optimizer: str = "adam"       # or "sgd"
+
+    def __post_init__(self):
+        if self.optimizer not in ("adam", "sgd"):
+            raise ValueError(f"optimizer must be 'adam' or 'sgd', got {self.optimizer!r}")
+
+
+def _train_each(tokenized_train, tokenizer, variants, training):
     """On every process: train a fresh copy of the model per K in `variants`; return rows."""
     rows = []
     for local_sgd_steps in variants:
         with quiet():
             torch.manual_seed(0)
-            model = load_model(model_name, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-            loader = make_dataloader(tokenized_train, tokenizer, batch_size)
-            optimizer = (torch.optim.SGD(model.parameters(), lr=learning_rate) if optimizer_name == "sgd"
-                         else torch.optim.Adam(model.parameters(), lr=learning_rate))
+            model = load_model(training.model_name, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+            loader = make_dataloader(tokenized_train, tokenizer, training.batch_size)
+            lr = training.learning_rate
+            optimizer = (torch.optim.SGD(model.parameters(), lr=lr) if training.optimizer == "sgd"
+                         else torch.optim.Adam(model.parameters(), lr=lr))
         history, communication, accelerator = train_local_sgd(
-            model, loader, local_sgd_steps=local_sgd_steps, epochs=epochs, optimizer=optimizer, progress=False)
+            model, loader, local_sgd_steps=local_sgd_steps, epochs=training.epochs, optimizer=optimizer,
+            progress=False)
         # the mean loss over the processes, step by step (one gather, after training)
         losses = accelerator.gather(torch.tensor(history.loss)).view(accelerator.num_processes, -1).mean(0)
         rows.append({
@@ -134,20 +149,18 @@ def _train_each(tokenized_train, tokenizer, model_name, batch_size, epochs, lear
     return rows
 
 
-def measure_local_sgd(tokenized_train, tokenizer, *, model_name=None, variants=(None, 1, 4, 16), batch_size=8,
-                      epochs=1, learning_rate=5e-4, optimizer="adam", num_processes=2):
+def measure_local_sgd(tokenized_train, tokenizer, *, variants=(None, 1, 4, 16), num_processes=2, **training):
     """Train data parallel (None) and LocalSGD with each K in `variants` on `num_processes` CPU processes.
 
-    Every run starts from the same weights (dropout off) and sees the same batches; `batch_size` is
-    per process. Returns one row
-    (a dict of plain numbers, the loss per step and the final parameters) per variant.
+    training: the keywords of `LocalSGDTraining` (model_name, batch_size per process, epochs,
+    learning_rate, optimizer "adam" or "sgd"). Every run starts from the same weights (dropout off)
+    and sees the same batches. Returns one row (a dict of plain numbers, the loss per step and the
+    final parameters) per variant.
     """
     from .distributed import run_on_processes
-    if optimizer not in ("adam", "sgd"):
-        raise ValueError(f"optimizer must be 'adam' or 'sgd', got {optimizer!r}")
-    return run_on_processes(_train_each, tokenized_train, tokenizer, model_name, batch_size, epochs,
-                            learning_rate, tuple(variants), optimizer, num_processes=num_processes,
-                            timeout_s=None)  # a whole training, of any size: no time limit
+    training = LocalSGDTraining(**training)
+    return run_on_processes(_train_each, tokenized_train, tokenizer, tuple(variants), training,
+                            num_processes=num_processes, timeout_s=None)  # a whole training: no time limit
 
 
 def synchronisations_saved(rows):
