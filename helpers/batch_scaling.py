@@ -21,13 +21,15 @@ def distance_moved(start, model):
 
 
 def compare_batch_sizes(make_model, train_dataset, validation_dataset, tokenizer, runs, *, epochs=1,
-                        validation_examples=64, device=None):
+                        train_examples=128, validation_examples=64, device=None):
     """Train a fresh model (`make_model()`) per run on the same data; `runs` is [(batch_size, learning_rate)].
 
     Returns one row per run: batch_size, learning_rate, steps (optimizer steps), distance (norm of the
-    change of the weights) and validation_loss (on the first `validation_examples` examples, to stay fast).
+    change of the weights) and validation_loss. To stay fast, it trains on the first `train_examples`
+    examples and evaluates on the first `validation_examples` (or all, where there are fewer).
     """
     device = device or torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    train_dataset = train_dataset.select(range(min(train_examples, len(train_dataset))))
     validation_dataset = validation_dataset.select(range(min(validation_examples, len(validation_dataset))))
     validation = make_dataloader(validation_dataset, tokenizer, 64)
     rows = []
