@@ -166,3 +166,23 @@ def test_distance_moved():
         layer.weight += 3.0
         layer.bias -= 4.0 / 2 ** 0.5
     assert batch_scaling.distance_moved(start, layer) == pytest.approx((9 * 4 + 16) ** 0.5)
+
+
+def test_the_mean_of_micro_batch_means_is_not_the_mean_over_the_group():
+    """Lesson 3: a causal language model's loss is the mean over the predicted tokens of its batch (labels -100
+    not counted); two micro-batches with 2 and 6 predicted tokens: the mean of their means is not the mean over
+    the group, and the summed losses divided by the group's count (num_items_in_batch) are."""
+    from transformers.loss.loss_utils import ForCausalLMLoss
+    torch.manual_seed(0)
+    vocab = 5
+    labels = [torch.tensor([[1, 2, 3, -100, -100, -100, -100]]), torch.tensor([[4, 1, 2, 3, 4, 1, 2]])]
+    logits = [torch.randn(1, 7, vocab) for _ in labels]
+    counts = [int((label[..., 1:] != -100).sum()) for label in labels]
+    assert counts == [2, 6]
+    means = [ForCausalLMLoss(logit, label, vocab) for logit, label in zip(logits, labels)]
+    whole = ForCausalLMLoss(torch.cat(logits), torch.cat(labels), vocab)        # one batch: the group's mean
+    summed = sum(ForCausalLMLoss(logit, label, vocab, num_items_in_batch=torch.tensor(sum(counts)))
+                 for logit, label in zip(logits, labels))
+    torch.testing.assert_close(summed, whole)
+    assert abs((means[0] + means[1]) / 2 - whole) > 1e-3
+    torch.testing.assert_close(whole, (2 * means[0] + 6 * means[1]) / 8)
