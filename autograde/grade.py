@@ -6,12 +6,10 @@ only the kernel it starts runs student code, inside autograde.sandbox. It writes
 the job's work folder (status, detail, per-test verdicts, where the autograded notebook and
 feedback are) and its log, with every traceback, in grader.log beside it.
 """
-import ctypes
 import json
 import logging
 import os
 import shutil
-import signal
 import sys
 import time
 import traceback
@@ -34,10 +32,10 @@ from .feedback import FEEDBACK_PREPROCESSORS
 from .profile import InjectGradingParameters
 from .settings import IOPUB_SECONDS, KERNEL_START_SECONDS
 from .validate import check_structure, read_submission, restore_structure
+from .zygote import die_with_parent
 from . import exchange
 
 LOG_NAME = "grader.log"
-PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent dies
 # Most telling first: the row's status is the first kind that happened; detail lists them all.
 STATUS_ORDER = ["error", "missing", "invalid_notebook", "timeout", "kernel_died", "memory_limit",
                 "sys_exit", "tampered", "modified", "output_truncated", "graded"]
@@ -76,7 +74,7 @@ def run_job(job):
     # grader's process group, not to this one, so no grading is cut short into a wrong grade.
     os.setpgid(0, 0)
     # ... and a worker never outlives its parent, the forkserver (a hang-up kills that one).
-    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    die_with_parent()
     with open(job.work / LOG_NAME, "a") as log:
         os.dup2(log.fileno(), 1)
         os.dup2(log.fileno(), 2)

@@ -63,13 +63,19 @@ def _prctl(option, value):
     _check(_libc.prctl(option, ctypes.c_ulong(value), 0, 0, 0), f"prctl {option}")
 
 
+def die_with_parent():
+    """This process gets SIGKILL when its parent dies (prctl's PR_SET_PDEATHSIG; the grading worker
+    sets it too)."""
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 # ---------------------------------------------------------------- the grader's side: the client
 
 def connect(path, argv):
     """Ask the zygote at `path` for a kernel running ipykernel with `argv`; wait for its end.
     The kernel dies with this process, and this process with its parent (the grading worker)."""
     parent = os.getppid()
-    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    die_with_parent()
     if os.getppid() != parent:
         sys.exit(1)
     client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -162,7 +168,7 @@ def _kernel_process(spec, argv, fds, start):
     """In the forked child: new namespaces, then pid 1 of them isolates itself and calls
     start(spec, argv). Never returns."""
     try:
-        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        die_with_parent()
         for fd, std in zip(fds, (0, 1, 2)):
             os.dup2(fd, std)
         os.closerange(3, _max_fd())
@@ -179,11 +185,11 @@ def _kernel_process(spec, argv, fds, start):
         kernel = os.fork()
         if kernel == 0:
             os.close(parent_holds)
-            _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            die_with_parent()
             _isolate(spec)
             # As root the change of uid cleared the death signal: set it again, and end here if
             # the parent died before (a kernel must never outlive its grading)
-            _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            die_with_parent()
             if select.select([parent_alive], [], [], 0)[0]:
                 os._exit(1)
             os.close(parent_alive)
