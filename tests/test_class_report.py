@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from autograde_toy import HIDDEN_MARKERS, write_source  # noqa: E402
-
-from autograde import class_report  # noqa: E402
-from course.bench.graded_class import graded_class  # noqa: E402
+from autograde import class_report
+from autograde_toy import HIDDEN_MARKERS, write_source
+from course.bench.graded_class import graded_class
 
 HIDDEN_LINE = "assert add(10, -4) == 6  # HIDDEN-MARKER-ADD"  # from the toy's hidden test
 ADD_MESSAGES = {0: "add(1, 2) gave -1", 1: "add(1, 2) gave -1", 2: "add(1, 2) gave -1",

@@ -1,7 +1,6 @@
 """Numbers follow the language: what helpers print and plot writes a decimal as the course's language
 does (Dutch and Indonesian 0,768 and 16.448; English 0.768 and 16,448), from Babel's CLDR data, with
 Python's format spec deciding the digits. English output stays exactly str.format's."""
-import sys
 from pathlib import Path
 
 import matplotlib
@@ -11,7 +10,6 @@ import helpers
 from helpers import language
 
 matplotlib.use("Agg")
-sys.path.insert(0, str(Path(__file__).parent))
 from test_plots import CHECKPOINT, CHECKPOINTING, LOCAL_SGD, OPTIMIZERS, PRECISION, RESUME  # noqa: E402
 
 SAMPLE = ("{loss:.3f} | {weights:,} | {share:.1%} | {tiny:.3g} | {difference:+.2f} | {steps} | {ratio:6.2f} | {name!r}",
