@@ -21,7 +21,7 @@ def distance_moved(start, model):
 
 
 def compare_batch_sizes(make_model, train_dataset, validation_dataset, tokenizer, runs, *, epochs=1,
-                        train_examples=128, validation_examples=64, device=None):
+                        train_examples=96, validation_examples=64, device=None):
     """Train a fresh model (`make_model()`) per run on the same data; `runs` is [(batch_size, learning_rate)].
 
     Returns one row per run: batch_size, learning_rate, steps (optimizer steps), distance (norm of the
