@@ -2,7 +2,8 @@
 and one sandboxed kernel each), merge results into the gradebook, write the table and feedback.
 
 Workers are forked by the standard library's forkserver, which imports autograde.grade (and so
-nbgrader) once: a fresh process per submission without seconds of imports each. Each worker's
+nbgrader) once: a fresh process per submission without seconds of imports each (workers.py,
+with the slots where they grade and the signals that stop them). Each worker's
 log, with every traceback, is kept as OUT/logs/<student>/<assignment>.log.
 
 Nothing graded is lost: each submission is recorded as soon as it is graded, and a rerun grades
@@ -12,15 +13,11 @@ grading is left for the next run; the class report is written for what is done. 
 or stderr stops nothing: the grading goes on without printing (report.say).
 """
 import json
-import multiprocessing
 import os
 import queue
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 import traceback
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -28,12 +25,13 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import REPO, class_report, gradebook, outfolder, report, resume, sandbox, shards
-from .collect import collect
+from . import class_report, gradebook, outfolder, report, resume, sandbox, shards
+from .collect import collect, copy_submission, submitted_files
 from .nbgrader_course import assignments_in, ensure_venv_on_path, prepare
-from .grade import LOG_NAME, GradingLimits, Job, run_job
+from .grade import LOG_NAME, GradingLimits, Job
 from .report import say
-from .settings import GradingSettings, exposed, hidden, kernel_env
+from .settings import GradingSettings, course_cache, hidden, kernel_env
+from .workers import Stop, Workers, make_slot, restart_if_dead
 
 @dataclass(frozen=True)
 class Batch:
@@ -43,99 +41,6 @@ class Batch:
     out: Path
     template: Path         # the gradebook with the assignments' records, copied for each job
     kernel_env: dict
-
-
-@dataclass
-class Slot:
-    """One of the --jobs places where a submission is graded: its kernels' scratch folder and
-    sandbox, and the zygote that forks them (None without a sandbox)."""
-    scratch: Path
-    spec: sandbox.SandboxSpec | None
-    zygote: subprocess.Popen | None
-
-
-def _slot(settings, cache, hidden_paths, folder, uid):
-    folder.mkdir(mode=0o711)
-    scratch = folder / "home"
-    if not settings.sandbox:
-        return Slot(scratch, None, None)
-    env = kernel_env(cache, scratch)
-    spec = sandbox.SandboxSpec(
-        scratch=str(scratch), env=env, read_only=tuple(exposed(env)), hide=hidden_paths, uid=uid,
-        zygote=str(folder.with_suffix(".sock")), limits=settings.kernel_limits())
-    return Slot(scratch, spec, sandbox.start_zygote(spec, settings.preload))
-
-
-def _restart_if_dead(slot, settings):
-    """A zygote that died (out of memory) would fail every kernel of its slot: start another."""
-    if slot.zygote and slot.zygote.poll() is not None:
-        say(f"the kernels' zygote of {slot.scratch.parent.name} ended (status "
-            f"{slot.zygote.returncode}): starting another", sys.stderr)
-        slot.zygote = sandbox.start_zygote(slot.spec, settings.preload)
-
-
-class Stop:
-    """Context: SIGINT, SIGTERM and SIGHUP only record the first signal (the batch then stops at
-    once, in order); a second one acts as it would without the grader."""
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-    def __init__(self):
-        self.signal = None
-        self._previous = {}
-
-    def __enter__(self):
-        self._previous = {number: signal.signal(number, self._received) for number in self.SIGNALS}
-        return self
-
-    def __exit__(self, *exc):
-        self._restore()
-
-    def _received(self, number, frame):
-        self.signal = signal.Signals(number)
-        self._restore()
-
-    def _restore(self):
-        for number, handler in self._previous.items():
-            signal.signal(number, handler)
-
-
-class Workers:
-    """The grading workers: one process per job, forked by the forkserver. stop() kills the
-    running ones (their kernels die with them: the zygote's client dies with its worker and the
-    kernel with the client, or, without a sandbox, ipykernel watches its parent) and starts no
-    more."""
-
-    def __init__(self):
-        self._context = multiprocessing.get_context("forkserver")
-        self._context.set_forkserver_preload(["autograde.warm"])
-        self._running = set()
-        self._lock = threading.Lock()
-        self.stopped = False
-
-    def run(self, job, seconds):
-        """Grade `job` in a new worker: True when the worker ended by itself, False when it was
-        killed after `seconds`, None when the batch had stopped before it started."""
-        with self._lock:  # so that stop() cannot miss a worker that is starting
-            if self.stopped:
-                return None
-            worker = self._context.Process(target=run_job, args=(job,), name=f"grade {job.student}")
-            worker.start()
-            self._running.add(worker)
-        worker.join(seconds)
-        late = worker.is_alive()
-        if late:
-            worker.kill()
-            worker.join()
-        with self._lock:
-            self._running.discard(worker)
-        return not late
-
-    def stop(self):
-        with self._lock:
-            self.stopped = True
-            for worker in self._running:
-                worker.kill()
 
 
 def run(settings):
@@ -175,9 +80,9 @@ def _run(settings, source, out, assignments, work, uids, stop, started):
     submitted = {s.assignment for s in submissions} or set(assignments)
     submissions = shards.select(submissions, settings.shard)  # --shard K/N: this run's share
     # The kernels' zygotes import while nbgrader prepares the course (one core each).
-    cache = _course_cache(source, work)
+    cache = course_cache(source, work)
     hidden_paths = tuple(hidden(source, out, settings.submissions, jobs_dir))
-    slots = [_slot(settings, cache, hidden_paths, kernels_dir / f"slot{n}", uid)
+    slots = [make_slot(settings, cache, hidden_paths, kernels_dir / f"slot{n}", uid)
              for n, uid in enumerate(uids if submissions else [])]
     try:
         prepare(source, out, [name for name in assignments if name in submitted])
@@ -199,7 +104,7 @@ def _run(settings, source, out, assignments, work, uids, stop, started):
                 sandbox.stop_zygote(slot.zygote)
     rows = record.rows()
     report_path = class_report.write(out)
-    _give_to_sudo_user(out)
+    outfolder.give_to_sudo_user(out)
     paths = (f"Table: {out / outfolder.GRADES}  Feedback: {out / 'feedback'}  Gradebook: "
              f"{out / 'gradebook.db'}  Logs: {out / 'logs'}\n"
              f"Class report: {report_path}  Gradebook import: {out / outfolder.WIDE}")
@@ -228,7 +133,7 @@ def _grade(batch, submissions, record, fingerprints, slots, jobs_dir, stop):
         try:
             if workers.stopped:
                 return None
-            _restart_if_dead(slot, batch.settings)
+            restart_if_dead(slot, batch.settings)
             return _grade_one(workers, _job(batch, submission, jobs_dir / f"job{index}", slot))
         finally:
             seconds[(submission.student, submission.assignment)] = time.monotonic() - begun
@@ -279,7 +184,7 @@ def _fingerprints(submissions, assignments, out, settings):
     course = {name: resume.fingerprint(resume.folder_files(out, f"source/{name}", f"release/{name}"),
                                        rules) for name in assignments}
     return {(s.student, s.assignment): resume.fingerprint(
-                _submitted_files(s, assignments[s.assignment]), course[s.assignment])
+                submitted_files(s, assignments[s.assignment]), course[s.assignment])
             for s in submissions}
 
 
@@ -309,7 +214,7 @@ def _job(batch, submission, job_dir, slot):
     """The Job for one submission: the grader's copy of it, and its kernel's fresh scratch folder
     (supporting files the students had, never the notebooks)."""
     settings, out = batch.settings, batch.out
-    copy = _copy_submission(submission, batch.assignments[submission.assignment], out)
+    copy = copy_submission(submission, batch.assignments[submission.assignment], out)
     job_dir.mkdir(mode=0o700)
     scratch = slot.scratch
     if scratch.exists():
@@ -370,37 +275,6 @@ def _log_path(out, student, assignment):
     return out / "logs" / student / f"{assignment}.log"
 
 
-def _give_to_sudo_user(out):
-    """Under `sudo make autograde`, hand OUT back to the instructor (formgrader runs as them)."""
-    uid, gid = os.environ.get("SUDO_UID"), os.environ.get("SUDO_GID")
-    if os.geteuid() == 0 and uid and gid:
-        for path in [out, *out.rglob("*")]:
-            os.lchown(path, int(uid), int(gid))
-
-
-def _submitted_files(submission, notebooks):
-    """[(name, path)]: what the grader takes of a submission (notebooks/, and what nbgrader's
-    exchange leaves beside them: timestamp.txt, submission_secret.txt; autograde/exchange.py)."""
-    return [(name, submission.folder / name)
-            for name in [f"{nb}.ipynb" for nb in notebooks] + ["timestamp.txt", "submission_secret.txt"]]
-
-
-def _copy_submission(submission, notebooks, out):
-    """The grader only ever reads this copy (OUT/submitted/...), never the original."""
-    target = out / "submitted" / submission.student / submission.assignment
-    if target.exists():
-        shutil.rmtree(target)
-    target.mkdir(parents=True)
-    for name, path in _submitted_files(submission, notebooks):
-        if path.is_symlink() or not path.exists():
-            continue
-        if path.is_file():
-            shutil.copyfile(path, target / name)
-        else:
-            (target / name).mkdir()  # keep "not a file" visible to the validator
-    return target
-
-
 def _merge(out, submission, result):
     """Copy the worker's autograde scores into OUT's gradebook (only this process writes it)."""
     student, assignment = submission.student, submission.assignment
@@ -422,22 +296,3 @@ def _merge(out, submission, result):
     detail = "; ".join(part for part in (submission.note, detail) if part)
     return {"student_id": student, "assignment": assignment, "score": report.fmt(score),
             "max_score": report.fmt(max_score), "status": result["status"], "detail": detail}
-
-
-def _course_cache(source, work):
-    """Build the helpers' model/tokenizer cache as the grader (once: only when it is missing), give
-    kernels a read-only copy."""
-    from helpers.cache import cache_dir  # without torch: checking the cache costs no imports
-    if not any("helpers" in p.read_text(errors="ignore") for p in source.rglob("*.ipynb")):
-        return None
-    built = cache_dir()
-    if not all((built / part).is_dir() for part in ("tokenizer", "model")):
-        build = subprocess.run([sys.executable, "-c", "import helpers; helpers.load_tokenizer(); "
-                                "helpers.load_model()"], capture_output=True, text=True, cwd=REPO)
-        if build.returncode != 0:
-            raise RuntimeError(f"building the course cache failed:\n{build.stderr[-2000:]}")
-    cache = work / "cache"
-    shutil.copytree(built, cache / built.name)
-    for path in [cache, *cache.rglob("*")]:
-        path.chmod(0o755 if path.is_dir() else 0o644)
-    return cache

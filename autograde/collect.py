@@ -152,3 +152,26 @@ def _in_their_language(submissions, assignments):
             submission.language = language
         placed.append(submission)
     return sorted(placed, key=lambda s: (s.student, s.assignment))
+
+
+def submitted_files(submission, notebooks):
+    """[(name, path)]: what the grader takes of a submission (notebooks/, and what nbgrader's
+    exchange leaves beside them: timestamp.txt, submission_secret.txt; autograde/exchange.py)."""
+    return [(name, submission.folder / name)
+            for name in [f"{nb}.ipynb" for nb in notebooks] + ["timestamp.txt", "submission_secret.txt"]]
+
+
+def copy_submission(submission, notebooks, out):
+    """The grader only ever reads this copy (OUT/submitted/...), never the original."""
+    target = out / "submitted" / submission.student / submission.assignment
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    for name, path in submitted_files(submission, notebooks):
+        if path.is_symlink() or not path.exists():
+            continue
+        if path.is_file():
+            shutil.copyfile(path, target / name)
+        else:
+            (target / name).mkdir()  # keep "not a file" visible to the validator
+    return target

@@ -70,7 +70,7 @@ class Job:
 
 def run_job(job):
     """Worker process: grade, with stdout/stderr and every traceback in the job's grader.log."""
-    # Only the batch stops a worker (batch.Workers): a terminal's Ctrl-C or hang-up goes to the
+    # Only the batch stops a worker (workers.Workers): a terminal's Ctrl-C or hang-up goes to the
     # grader's process group, not to this one, so no grading is cut short into a wrong grade.
     os.setpgid(0, 0)
     # ... and a worker never outlives its parent, the forkserver (a hang-up kills that one).

@@ -93,3 +93,11 @@ def _write(path, header, rows):
             writer.writerow(header)
             writer.writerows(rows)
     replace_atomically(path, write)
+
+
+def give_to_sudo_user(out):
+    """Under `sudo make autograde`, hand OUT back to the instructor (formgrader runs as them)."""
+    uid, gid = os.environ.get("SUDO_UID"), os.environ.get("SUDO_GID")
+    if os.geteuid() == 0 and uid and gid:
+        for path in [out, *out.rglob("*")]:
+            os.lchown(path, int(uid), int(gid))

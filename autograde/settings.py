@@ -15,6 +15,8 @@ The limits, each written here once:
 What a kernel may read and what it sees empty, and its environment, are built here too
 (`exposed`, `hidden`, `kernel_env`).
 """
+import shutil
+import subprocess
 import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -111,3 +113,22 @@ def hidden(source, out, submissions, jobs_dir):
             paths.append(parent / ".git")
             break
     return [str(p) for p in paths]
+
+
+def course_cache(source, work):
+    """Build the helpers' model/tokenizer cache as the grader (once: only when it is missing), give
+    kernels a read-only copy."""
+    from helpers.cache import cache_dir  # without torch: checking the cache costs no imports
+    if not any("helpers" in p.read_text(errors="ignore") for p in source.rglob("*.ipynb")):
+        return None
+    built = cache_dir()
+    if not all((built / part).is_dir() for part in ("tokenizer", "model")):
+        build = subprocess.run([sys.executable, "-c", "import helpers; helpers.load_tokenizer(); "
+                                "helpers.load_model()"], capture_output=True, text=True, cwd=REPO)
+        if build.returncode != 0:
+            raise RuntimeError(f"building the course cache failed:\n{build.stderr[-2000:]}")
+    cache = work / "cache"
+    shutil.copytree(built, cache / built.name)
+    for path in [cache, *cache.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return cache

@@ -1,4 +1,4 @@
-"""Imported once by the grading forkserver before it forks any worker (batch.py sets it as the
+"""Imported once by the grading forkserver before it forks any worker (workers.py sets it as the
 forkserver's preload): nbgrader, the grading code, and what every job's feedback needs
 (nbconvert's HTML exporter, its templates' modules, pygments' Python lexer), so that no worker
 pays for them: about 0.5 s of CPU per submission."""
