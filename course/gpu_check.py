@@ -8,8 +8,8 @@ Without a CUDA GPU it prints one line and exits 0. With one it
    setting (distilbert-base-cased on glue/mrpc) for the lessons that train on the GPU where the
    Hugging Face hub answers, the offline default where it does not. The lessons that time the GPU
    (5 and 7) run last, one at a time, so that no other kernel shares the GPU while they measure;
-2. trains a few float16 steps with a GradScaler on the GPU (no lesson does: lesson 7's curves
-   are float32 and bfloat16);
+2. trains a few float16 steps with a GradScaler on the GPU (lesson 7's float16 steps with a
+   GradScaler run on the CPU, and its curves are float32 and bfloat16);
 3. checks what the lessons printed: the device is cuda; the rows of each table were measured on
    one device; every conclusion agrees with the numbers of its table; 8-bit AdamW trained on the
    GPU; Accelerator's fp16 has a GradScaler;
