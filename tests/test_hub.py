@@ -219,6 +219,8 @@ def test_the_whole_journey_answer_validate_submit_grade_feedback(hub, students):
     assert rows["anna"]["status"] == "graded" and float(rows["anna"]["score"]) == 6.0, rows
     assert rows["bram"]["status"] == "graded" and 0 < float(rows["bram"]["score"]) < 6.0, rows
     assert "saved on the hub" not in rows["anna"]["detail"] + rows["bram"]["detail"], rows
+    collected = layout.course("en") / "submitted" / "anna" / LESSON / f"{LESSON}.ipynb"
+    assert json.loads(collected.read_text())["metadata"]["efficient_training"] == {"saved_by": ["anna"]}
 
     hidden = hidden_lines(solution)
     assert hidden, "lesson 1 has no hidden tests to look for"
