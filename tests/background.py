@@ -22,9 +22,12 @@ SIGKILL), or as processes of a `multiprocessing` pool, which `stop` kills.
 import concurrent.futures
 import multiprocessing
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -32,6 +35,7 @@ _queue = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix
 _functions = {}   # job name -> its function, in the order defined
 _futures = {}     # job name -> Future of its run
 _running = set()  # the jobs' subprocesses (Popen) that run now
+_folders = []     # the jobs' temporary folders (`folder`)
 _lock = threading.Lock()
 _stopping = threading.Event()
 
@@ -79,6 +83,14 @@ def _start(name):
     return _futures[name]
 
 
+def folder(prefix):
+    """A new temporary folder for a job, removed when the session ends (also after a job that
+    failed or was stopped, whose fixture never ran)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    _folders.append(path)
+    return path
+
+
 def run(command, *, timeout, **options):
     """subprocess.run(command, capture_output=True, text=True, timeout=timeout, **options) for a job,
     in a session of its own, so that `stop` can end it and everything it started."""
@@ -102,7 +114,8 @@ def run(command, *, timeout, **options):
 
 def stop(grace_seconds=10):
     """The session ends: cancel the jobs not started; end the running job's subprocesses (SIGTERM to
-    their process groups, SIGKILL after `grace_seconds`) and this process's multiprocessing children."""
+    their process groups, SIGKILL after `grace_seconds`) and this process's multiprocessing children;
+    remove the jobs' folders."""
     _stopping.set()
     for future in _futures.values():
         future.cancel()
@@ -117,6 +130,8 @@ def stop(grace_seconds=10):
             _signal(process, signal.SIGKILL)
     for child in multiprocessing.active_children():  # pools of lesson and mistake runs
         child.kill()
+    for path in _folders:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _signal(process, number):

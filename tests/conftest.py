@@ -9,8 +9,6 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import shutil  # noqa: E402
-import tempfile  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
@@ -80,7 +78,7 @@ def graded_class_job():
     """One autograde batch of every lesson: (its folder, lesson_runs.GradedClass)."""
     lessons = lesson_runs.graded_lessons()
     assert lessons, "no lesson in solutions/ has a release in notebooks/"
-    root = Path(tempfile.mkdtemp(prefix="autograde-lessons-"))
+    root = background.folder("autograde-lessons-")
     return root, lesson_runs.grade_lessons(root, lessons)
 
 

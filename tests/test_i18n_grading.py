@@ -16,8 +16,6 @@ import os
 import re
 import shutil
 import sys
-import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -91,7 +89,7 @@ def in_language(lang, english, values):
 @background.job
 def graded_languages_job():
     """(its folder, grades.csv's rows) of one batch of the class in the module docstring."""
-    root = Path(tempfile.mkdtemp(prefix="i18n-grading-"))
+    root = background.folder("i18n-grading-")
     for lesson in MISTAKES:
         for lang in LANGUAGES:
             for kind in ("perfect", "wrong"):
