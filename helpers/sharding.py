@@ -16,6 +16,7 @@ it on first use (about 4 s), and imported here, before run_on_processes forks, i
 """
 import contextlib
 import time
+from dataclasses import dataclass
 from unittest import mock
 
 import torch
@@ -113,14 +114,30 @@ class Collectives:
         model.register_comm_hook(None, counting_hook)
 
 
-def _train_one_way(mode, tokenized_train, tokenizer, model_name, batch_size, steps, learning_rate, count_bytes,
-                   optimizer_name):
-    """In each process: train `mode` for `steps` optimizer steps; this process's bytes, losses, collectives."""
+@dataclass(frozen=True)
+class ShardingTraining:
+    """How `measure_sharding` trains both ways, on every process."""
+    model_name: str | None = None
+    batch_size: int = 4            # per process
+    steps: int = 6                 # optimizer steps
+    learning_rate: float = 5e-4
+    optimizer: str = "adamw"       # or "sgd"
+
+    def __post_init__(self):
+        require_positive_int("steps", self.steps)
+        require_positive_int("batch_size", self.batch_size)
+        if self.optimizer not in ("adamw", "sgd"):
+            raise ValueError(f"optimizer must be 'adamw' or 'sgd', got {self.optimizer!r}")
+
+
+def _train_one_way(mode, tokenized_train, tokenizer, training, count_bytes):
+    """In each process: train `mode` for `training.steps` optimizer steps; this process's bytes, losses,
+    collectives."""
     rank, processes = dist.get_rank(), dist.get_world_size()
     with quiet():
-        model = load_model(model_name, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+        model = load_model(training.model_name, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
         # the same global batches for both ways; each process takes every P-th example of each
-        loader = make_dataloader(tokenized_train, tokenizer, batch_size * processes)
+        loader = make_dataloader(tokenized_train, tokenizer, training.batch_size * processes)
     num_parameters = sum(p.numel() for p in model.parameters())
     collectives = Collectives()
     if mode == "data parallel":
@@ -130,12 +147,13 @@ def _train_one_way(mode, tokenized_train, tokenizer, model_name, batch_size, ste
     else:
         model = shard_model(model)
         counting = collectives.counting_fsdp()
-    optimizer = (torch.optim.SGD(model.parameters(), lr=learning_rate) if optimizer_name == "sgd"
-                 else torch.optim.AdamW(model.parameters(), lr=learning_rate))
+    lr = training.learning_rate
+    optimizer = (torch.optim.SGD(model.parameters(), lr=lr) if training.optimizer == "sgd"
+                 else torch.optim.AdamW(model.parameters(), lr=lr))
     losses, held = [], {}
     start = time.perf_counter()
     with counting:
-        for step, batch in zip(range(steps), loader):
+        for step, batch in zip(range(training.steps), loader):
             batch = {key: value[rank::processes] for key, value in batch.items()}
             loss = model(**batch).loss
             loss.backward()
@@ -167,32 +185,28 @@ def accelerate_with_fsdp_plugin_on_cpu():
     return {"distributed_type": str(accelerator.distributed_type.value), "model": type(prepared).__name__}
 
 
-def _measure_in_process(tokenized_train, tokenizer, model_name, batch_size, steps, learning_rate, count_bytes,
-                        optimizer_name):
+def _measure_in_process(tokenized_train, tokenizer, training, count_bytes):
     accelerate_seen = accelerate_with_fsdp_plugin_on_cpu()  # also starts the process group (gloo)
-    rows = [_train_one_way(mode, tokenized_train, tokenizer, model_name, batch_size, steps, learning_rate,
-                           count_bytes, optimizer_name) for mode in MODES]
+    rows = [_train_one_way(mode, tokenized_train, tokenizer, training, count_bytes) for mode in MODES]
     return {"rows": rows, "accelerate": accelerate_seen}
 
 
-def measure_sharding(tokenized_train, tokenizer, *, model_name=None, batch_size=4, steps=6, learning_rate=5e-4,
-                     count_bytes=local_bytes, optimizer="adamw", num_processes=2):
+def measure_sharding(tokenized_train, tokenizer, *, count_bytes=local_bytes, num_processes=2, **training):
     """Train the model data parallel (DDP) and fully sharded (FSDP2) on `num_processes` CPU processes.
 
-    Both start from the same weights (dropout off) and see the same batches (`batch_size` per
-    process), with AdamW (optimizer="sgd": plain SGD, whose step grows with the gradient, where Adam's
-    hardly does: a test of the gradients' scale). `count_bytes(tensors)` counts a process's bytes (default: `local_bytes`).
+    training: the keywords of `ShardingTraining` (model_name, batch_size per process, steps,
+    learning_rate, optimizer "adamw" or "sgd"). Both ways start from the same weights (dropout off)
+    and see the same batches, with AdamW (optimizer="sgd": plain SGD, whose step grows with the
+    gradient, where Adam's hardly does: a test of the gradients' scale). `count_bytes(tensors)`
+    counts a process's bytes (default: `local_bytes`).
     Returns {"rows": one per mode, "accelerate": what Accelerate made of an FSDP plugin on the CPU}.
     A row holds the bytes of each part per process (after the last step), the mean loss of each
     step, the seconds, and the collectives per step with the bytes of the tensors they work on.
     """
     from .distributed import run_on_processes
-    require_positive_int("steps", steps)
-    require_positive_int("batch_size", batch_size)
-    if optimizer not in ("adamw", "sgd"):
-        raise ValueError(f"optimizer must be 'adamw' or 'sgd', got {optimizer!r}")
-    return run_on_processes(_measure_in_process, tokenized_train, tokenizer, model_name, batch_size, steps,
-                            learning_rate, count_bytes, optimizer, num_processes=num_processes, timeout_s=None)
+    training = ShardingTraining(**training)
+    return run_on_processes(_measure_in_process, tokenized_train, tokenizer, training, count_bytes,
+                            num_processes=num_processes, timeout_s=None)
 
 
 def loss_difference(rows):
