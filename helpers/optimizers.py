@@ -9,6 +9,7 @@ The bytes are measured from the optimizer's own state (`optimizer_state_bytes`),
 import functools
 import subprocess
 import sys
+from dataclasses import dataclass
 
 import torch
 from transformers.optimization import Adafactor
@@ -98,10 +99,19 @@ def state_bytes_per_parameter(optimizer):
     return optimizer_state_bytes(optimizer) / count_parameters(parameters)
 
 
-def compare_optimizers(tokenized_train, tokenizer, *, names=OPTIMIZERS, batch_size=16, epochs=1,
-                       learning_rates=None, model_name=None, device=None, progress=True):
+@dataclass(frozen=True)
+class OptimizerTraining:
+    """How `compare_optimizers` trains the model with each optimizer."""
+    model_name: str | None = None
+    batch_size: int = 16
+    epochs: int = 1
+    learning_rates: dict | None = None  # {optimizer name: learning rate}; 5e-4 for those left out
+
+
+def compare_optimizers(tokenized_train, tokenizer, *, names=OPTIMIZERS, device=None, progress=True, **training):
     """Train the same model (same start, same batches) with each optimizer; one row per optimizer.
 
+    training: the keywords of `OptimizerTraining` (model_name, batch_size, epochs, learning_rates).
     The model is `load_model(model_name)`: the offline default for None, else the model whose
     tokenizer made `tokenized_train`.
     All of them train on one device, `device` (default: `default_device()`), so that their seconds
@@ -111,7 +121,8 @@ def compare_optimizers(tokenized_train, tokenizer, *, names=OPTIMIZERS, batch_si
     its kernels) are left out. With "adamw_8bit" this process imports bitsandbytes, and can no
     longer use helpers.run_on_processes.
     """
-    learning_rates = {"adamw": 5e-4, "adafactor": 5e-4, "adamw_8bit": 5e-4, **(learning_rates or {})}
+    training = OptimizerTraining(**training)
+    learning_rates = {"adamw": 5e-4, "adafactor": 5e-4, "adamw_8bit": 5e-4, **(training.learning_rates or {})}
     device = torch.device(device or default_device())
     rows = []
     for name in names:
@@ -119,10 +130,11 @@ def compare_optimizers(tokenized_train, tokenizer, *, names=OPTIMIZERS, batch_si
             continue
         with quiet():
             torch.manual_seed(0)
-            model = load_model(model_name)
-            loader = make_dataloader(tokenized_train, tokenizer, batch_size, shuffle=True)
+            model = load_model(training.model_name)
+            loader = make_dataloader(tokenized_train, tokenizer, training.batch_size, shuffle=True)
             optimizer = make_optimizer(name, model.parameters(), learning_rates[name])
-        history = train_pytorch(model, loader, epochs=epochs, optimizer=optimizer, device=device, progress=progress)
+        history = train_pytorch(model, loader, epochs=training.epochs, optimizer=optimizer, device=device,
+                                progress=progress)
         rows.append({"optimizer": name, "device": device.type, "parameters": count_parameters(model.parameters()),
                      "state_bytes": optimizer_state_bytes(optimizer),
                      "bytes_per_parameter": state_bytes_per_parameter(optimizer),
