@@ -7,6 +7,8 @@ row per (effective batch, learning rate), and measures the steps, how far the we
 their start and the validation loss; `batch_size_conclusion` says what those numbers show, and
 nothing that they do not.
 """
+from dataclasses import dataclass
+
 import torch
 
 from .data import make_dataloader
@@ -20,24 +22,35 @@ def distance_moved(start, model):
     return torch.sqrt(sum(((now[name].detach().cpu() - value) ** 2).sum() for name, value in start.items())).item()
 
 
-def compare_batch_sizes(make_model, train_dataset, validation_dataset, tokenizer, runs, *, epochs=1,
-                        train_examples=96, validation_examples=64, device=None):
+@dataclass(frozen=True)
+class BatchComparison:
+    """How long, and on how much data, `compare_batch_sizes` trains and evaluates each run."""
+    epochs: int = 1
+    train_examples: int = 96       # the first ones of the training data (or all, where there are fewer)
+    validation_examples: int = 64  # the same for the validation data
+
+
+def compare_batch_sizes(make_model, train_dataset, validation_dataset, tokenizer, runs, *, device=None,
+                        **comparison):
     """Train a fresh model (`make_model()`) per run on the same data; `runs` is [(batch_size, learning_rate)].
 
+    comparison: the keywords of `BatchComparison` (epochs, train_examples, validation_examples).
     Returns one row per run: batch_size, learning_rate, steps (optimizer steps), distance (norm of the
     change of the weights) and validation_loss. To stay fast, it trains on the first `train_examples`
     examples and evaluates on the first `validation_examples` (or all, where there are fewer).
     """
+    comparison = BatchComparison(**comparison)
     device = device or torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    train_dataset = train_dataset.select(range(min(train_examples, len(train_dataset))))
-    validation_dataset = validation_dataset.select(range(min(validation_examples, len(validation_dataset))))
+    train_dataset = train_dataset.select(range(min(comparison.train_examples, len(train_dataset))))
+    validation_dataset = validation_dataset.select(
+        range(min(comparison.validation_examples, len(validation_dataset))))
     validation = make_dataloader(validation_dataset, tokenizer, 64)
     rows = []
     for batch_size, learning_rate in runs:
         model = make_model()
         start = {name: value.detach().cpu().clone() for name, value in model.named_parameters()}
-        history = train_pytorch(model, make_dataloader(train_dataset, tokenizer, batch_size), epochs=epochs,
-                                learning_rate=learning_rate, device=device, progress=False)
+        history = train_pytorch(model, make_dataloader(train_dataset, tokenizer, batch_size),
+                                epochs=comparison.epochs, learning_rate=learning_rate, device=device, progress=False)
         rows.append({"batch_size": batch_size, "learning_rate": learning_rate, "steps": history.optimizer_steps,
                      "distance": distance_moved(start, model),
                      "validation_loss": evaluate(model, validation)["loss"]})
