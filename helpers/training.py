@@ -57,10 +57,14 @@ def make_scheduler(optimizer, num_training_steps, scheduler_steps_per_optimizer_
         optimizer, num_warmup_steps=int(num_training_steps * 0.1) * k, num_training_steps=num_training_steps * k)
 
 
-def _setup(model, dataloader, epochs, learning_rate, gradient_accumulation_steps, optimizer, processes=1):
-    """Check the arguments; build the optimizer and a schedule counted in optimizer steps.
+def setup_training(model, dataloader, epochs, learning_rate, gradient_accumulation_steps=1, optimizer=None,
+                   processes=1):
+    """What a training loop needs before its first step: (optimizer, lr_scheduler, windows).
 
-    With P processes each optimizer step learns from P batches (one per process).
+    Checks the arguments; builds Adam with `learning_rate` when `optimizer` is None, and the warm-up
+    schedule counted in optimizer steps (`make_scheduler`); `windows` holds the examples of each
+    optimizer step's window of one epoch (`examples_per_window`). With P processes each optimizer
+    step learns from P batches (one per process). The loops here and `train_mixed_precision` use it.
     """
     require_positive_int("epochs", epochs)
     require_positive_int("gradient_accumulation_steps", gradient_accumulation_steps)
@@ -90,7 +94,7 @@ def _check_labels(dataset, num_labels):
 def train_pytorch(model, dataloader, *, epochs=1, learning_rate=5e-4, gradient_accumulation_steps=1,
                   optimizer=None, device=None, progress=True):
     """The basic PyTorch loop; with gradient_accumulation_steps=N > 1, accumulation by hand."""
-    optimizer, lr_scheduler, windows = _setup(
+    optimizer, lr_scheduler, windows = setup_training(
         model, dataloader, epochs, learning_rate, gradient_accumulation_steps, optimizer)
     device = device or torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model.to(device).train()
@@ -133,7 +137,7 @@ def train_accelerate(model, dataloader, *, epochs=1, learning_rate=5e-4, gradien
                               **accelerator_options)
     processes, n = accelerator.num_processes, gradient_accumulation_steps
     # each process sees 1/processes of every window
-    optimizer, lr_scheduler, windows = _setup(
+    optimizer, lr_scheduler, windows = setup_training(
         model, dataloader, epochs, learning_rate, gradient_accumulation_steps, optimizer, processes)
     model, optimizer, dataloader, lr_scheduler = accelerator.prepare(
         model, optimizer, dataloader, lr_scheduler)
