@@ -67,7 +67,8 @@ def test_checkpointing_lowers_the_peak_memory_of_a_large_batch(small_data, token
                                                     repeats=1, progress=False)
     assert row["peak_mib_checkpointed"] < 0.8 * row["peak_mib"], row
     assert row["seconds"] > 0 and row["seconds_checkpointed"] > 0
-    assert set(row) == {"batch_size", "tokens", "peak_mib", "peak_mib_checkpointed", "seconds", "seconds_checkpointed",
+    assert row["device"] == "cpu"
+    assert set(row) == {"batch_size", "device", "tokens", "peak_mib", "peak_mib_checkpointed", "seconds", "seconds_checkpointed",
                         "time_ratio", "time_ratio_low", "time_ratio_high", "rounds"}
     assert row["time_ratio_low"] <= row["time_ratio"] <= row["time_ratio_high"]
 
