@@ -41,6 +41,8 @@ MISTAKES = {
     "l3-train-with-accelerator-accumulating": (
         "Accelerator(gradient_accumulation_steps=gradient_accumulation_steps, cpu=cpu)",
         "Accelerator(cpu=cpu)"),
+    "l3-train-with-clipping": ("if accelerator.sync_gradients:",
+                               "if True:  # clipped after every micro-batch"),
     "l4-compute-metrics": ("f1_score(labels, predictions, zero_division=0)",
                            "f1_score(predictions, labels, average='macro')"),
     "l4-make-training-args": ("gradient_accumulation_steps=2", "gradient_accumulation_steps=1"),
