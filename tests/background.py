@@ -38,6 +38,26 @@ _running = set()  # the jobs' subprocesses (Popen) that run now
 _folders = []     # the jobs' temporary folders (`folder`)
 _lock = threading.Lock()
 _stopping = threading.Event()
+# The environment as the session began. A test in the main thread may launch processes meanwhile
+# (helpers.run_on_processes), and accelerate's notebook_launcher sets WORLD_SIZE, MASTER_PORT, ...
+# in os.environ while they run: a kernel started then believes it is one of 2 processes and its
+# Accelerator() waits for a partner or fails on that port. A job's processes start from this copy.
+ENVIRONMENT = dict(os.environ)
+
+
+def use_session_environment(environment):
+    """Initializer of a job's process pool: the session's environment (ENVIRONMENT) instead of the
+    one inherited at the moment the pool started its process."""
+    os.environ.clear()
+    os.environ.update(environment)
+
+
+def pool(max_workers):
+    """A `spawn` process pool for a job, whose processes have the session's environment."""
+    return concurrent.futures.ProcessPoolExecutor(max_workers=max_workers,
+                                                  mp_context=multiprocessing.get_context("spawn"),
+                                                  initializer=use_session_environment,
+                                                  initargs=(ENVIRONMENT,))
 
 
 class Job:
@@ -97,6 +117,7 @@ def run(command, *, timeout, **options):
     with _lock:
         if _stopping.is_set():
             raise RuntimeError("the test session is stopping: no new job")
+        options.setdefault("env", ENVIRONMENT)
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                    start_new_session=True, **options)
         _running.add(process)

@@ -11,9 +11,7 @@ one that patches the course's checking helpers. test_autograde_lessons.py reads 
 test_release.py nbgrader's verdict on the blank notebooks as graded.
 """
 import atexit
-import concurrent.futures
 import csv
-import multiprocessing
 import os
 import shutil
 import subprocess
@@ -35,7 +33,7 @@ _folder = []  # the executed notebooks' folder, made by the first run of the ses
 def start_runs(lessons):
     """Start executing `lessons` in the background, one after another, in a process of their own
     (its kernels' sockets are named after that process: see course.run.kernel_config)."""
-    pool = concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+    pool = background.pool(max_workers=1)
     atexit.register(pool.shutdown, cancel_futures=True)
     for notebook in lesson_notebooks(lessons):
         if notebook.stem not in _runs:

@@ -21,10 +21,8 @@ lesson, with small parameters, must keep full marks with its test cells deleted,
 moved to the end (status "modified"; each lesson mixes the three, in turn).
 """
 import collections
-import concurrent.futures
 import copy
 import csv
-import multiprocessing
 import os
 import re
 import sys
@@ -587,8 +585,7 @@ def test_every_exercise_has_three_mistakes():
 @background.job
 def checked_mistakes_job():
     """{lesson: mistake_runs.check_lesson's rows, or the exception it raised}, lessons side by side."""
-    with concurrent.futures.ProcessPoolExecutor(max_workers=os.cpu_count(),
-                                                mp_context=multiprocessing.get_context("spawn")) as pool:
+    with background.pool(max_workers=os.cpu_count()) as pool:
         futures = {lesson: pool.submit(mistake_runs.check_lesson, lesson, SMALL[lesson],
                                        [(exercise, mistake[0], mistake[1], catchers(exercise, mistake))
                                         for exercise in solutions(lesson) for mistake in MISTAKES[exercise]])
