@@ -39,7 +39,7 @@ def test_lesson_is_committed_clean(notebook):
     assert len(parameters) == 1, "one cell tagged `parameters` sets the run size"
     solutions = [cell for cell in nb.cells if nbgrader(cell).get("solution")]
     tests = [cell for cell in nb.cells if nbgrader(cell).get("grade")]
-    assert 2 <= len(solutions) <= 4, f"{len(solutions)} exercises; a lesson has 2 to 4"
+    assert 2 <= len(solutions) <= 5, f"{len(solutions)} exercises; a lesson has 2 to 5"
     assert len(tests) >= len(solutions)
     for cell in tests:
         assert nbgrader(cell)["locked"] and nbgrader(cell)["points"] > 0

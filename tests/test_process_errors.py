@@ -34,7 +34,9 @@ def assert_reads_like_the_students_error(text, *names):
     assert not re.search(r"/tmp/|ipykernel_", text.replace(str(REPO), "<course>")), (
         f"a temporary path is in the failure text:\n{text}")
     lines = [line for line in text.splitlines() if line.strip()]
-    assert len(lines) <= 20, f"the failure text has over 20 lines:\n{text}"
+    # IPython shows the failing line of the test cell with up to 5 lines after it: a test cell's
+    # assertions take a few of them (21 lines for lesson 6), the launcher's frames would add dozens
+    assert len(lines) <= 24, f"the failure text has over 24 lines:\n{text}"
 
 
 @pytest.fixture
