@@ -3,19 +3,19 @@
 One hub, started as `make hub` starts it (course.hub: JupyterHub, the pure-Python proxy, one
 nbgrader course per language, a shared exchange and a read-only model cache), on a free port
 with everything under a temporary folder. Headless Chromium (Debian's, by path, as
-tests/test_browser.py) is each student. Always:
+tests/test_browser.py) is each student. With COURSE_HUB_JOURNEY=1 (.ci/run runs this module after
+`make test`; 2-4 minutes on a busy 2-core machine):
 - the instructor releases lesson 01 in English and Dutch (course.hub release); anna (English)
   and bram (Dutch) log in, open nbgrader's Assignments panel from the menu and fetch: each sees
   their own language's course, a student's menu (no Formgrader, Course List or Create
   Assignment), no news pop-up;
-- stopping the hub leaves no process it started.
-With COURSE_HUB_JOURNEY=1 (.ci/run sets it; 2-4 minutes on a busy 2-core machine) the whole journey
-between those two: anna answers both exercises in the page, saves, presses Validate (success;
-the first kernel of a fresh HOME, timed, must not pre-train: the shared cache) and submits; bram
-answers one exercise and submits; the instructor collects both courses, grades them with the
-course's grader (make autograde) and releases the feedback through the exchange (course.hub
-collect, grade, feedback); both press Fetch Feedback and read their own score, anna 6/6, bram
-less and in Dutch, no hidden test. Screenshots: build/browser/hub-feedback-{en,nl}.png.
+- stopping the hub leaves no process it started;
+and between those two the whole journey: anna answers both exercises in the page, saves, presses
+Validate (success; the first kernel of a fresh HOME, timed, must not pre-train: the shared cache) and
+submits; bram answers one exercise and submits; the instructor collects both courses, grades them
+with the course's grader (make autograde) and releases the feedback through the exchange
+(course.hub collect, grade, feedback); both press Fetch Feedback and read their own score, anna
+6/6, bram less and in Dutch, no hidden test. Screenshots: build/browser/hub-feedback-{en,nl}.png.
 Skips without chromium, as test_browser.py does (fails under COURSE_REQUIRE_BROWSER=1).
 """
 import csv
@@ -35,7 +35,11 @@ from course import hub as course_hub
 from course.paths import BUILD, SOLUTIONS
 from test_browser import CHROMIUM, CHROMIUM_ARGS, _need_browser, solution_answers
 
-pytestmark = pytest.mark.slow
+# The hub in a browser takes 2-4 minutes: `.ci/run` runs it after `make test`, which stays a
+# developer's loop (docs/hub.md, "Tests"); the grader's side of the hub is in test_hub_grading.py.
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(os.environ.get("COURSE_HUB_JOURNEY") != "1",
+                                 reason="the hub in a browser: COURSE_HUB_JOURNEY=1 (.ci/run runs it; docs/hub.md)")]
 LESSON = "01_basic_loop"
 STUDENTS = {"anna": "en", "bram": "nl"}
 SCREENSHOTS = BUILD / "browser"
@@ -189,8 +193,6 @@ def test_students_fetch_their_language_and_see_a_students_lab(hub, students):
         assert fetched["cells"][0]["source"] == release["cells"][0]["source"], student
 
 
-@pytest.mark.skipif(os.environ.get("COURSE_HUB_JOURNEY") != "1",
-                    reason="the whole hub journey (about 2-4 min): COURSE_HUB_JOURNEY=1 (CI sets it; docs/hub.md)")
 def test_the_whole_journey_answer_validate_submit_grade_feedback(hub, students):
     layout, timings = hub["layout"], hub["timings"]
     pages, _ = students
