@@ -89,6 +89,17 @@ def test_every_message_a_student_reads_goes_through_the_catalogs(lesson):
                          "helpers.message(\"English {field}\", field=...):\n" + "\n".join(literal))
 
 
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_every_assert_of_a_test_cell_says_what_failed(lesson):
+    """A bare `assert` (hidden tests included) shows the student only the test's English source: in
+    the feedback of every language, an assert in a test cell carries a message."""
+    test_cells = {cell["id"] for cell in json.loads((SOLUTIONS / lesson / f"{lesson}.ipynb").read_text())["cells"]
+                  if cell.get("metadata", {}).get("nbgrader", {}).get("grade")}
+    bare = [f"{cell_id} line {node.lineno}" for cell_id, source in code_cells(lesson) if cell_id in test_cells
+            for node in ast.walk(parsed(source)) if isinstance(node, ast.Assert) and node.msg is None]
+    assert not bare, f"{lesson}: asserts without a message (add helpers.message(...)): {bare}"
+
+
 def hidden_catalog(lang):
     return i18n.load(i18n.catalog_path(i18n.HIDDEN_DOMAIN, lang))
 
