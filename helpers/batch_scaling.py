@@ -13,13 +13,13 @@ import torch
 
 from .data import make_dataloader
 from .language import message
-from .training import evaluate, train_pytorch
+from .training import default_device, evaluate, parameters_of, train_pytorch
 
 
 def distance_moved(start, model):
     """The norm of (weights now - weights at the start), over all parameters together."""
-    now = dict(model.named_parameters())
-    return torch.sqrt(sum(((now[name].detach().cpu() - value) ** 2).sum() for name, value in start.items())).item()
+    now = parameters_of(model)
+    return torch.sqrt(sum(((now[name] - value) ** 2).sum() for name, value in start.items())).item()
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ def compare_batch_sizes(make_model, train_dataset, validation_dataset, tokenizer
     examples and evaluates on the first `validation_examples` (or all, where there are fewer).
     """
     comparison = BatchComparison(**comparison)
-    device = device or torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = device or default_device()
     train_dataset = train_dataset.select(range(min(comparison.train_examples, len(train_dataset))))
     validation_dataset = validation_dataset.select(
         range(min(comparison.validation_examples, len(validation_dataset))))
@@ -48,7 +48,7 @@ def compare_batch_sizes(make_model, train_dataset, validation_dataset, tokenizer
     rows = []
     for batch_size, learning_rate in runs:
         model = make_model()
-        start = {name: value.detach().cpu().clone() for name, value in model.named_parameters()}
+        start = parameters_of(model)
         history = train_pytorch(model, make_dataloader(train_dataset, tokenizer, batch_size),
                                 epochs=comparison.epochs, learning_rate=learning_rate, device=device, progress=False)
         rows.append({"batch_size": batch_size, "learning_rate": learning_rate, "steps": history.optimizer_steps,

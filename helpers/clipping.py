@@ -18,6 +18,7 @@ norm before clipping.
 The references below are the graded tests' yardsticks; the spies record what a student's code did.
 """
 import contextlib
+from unittest import mock
 
 import torch
 from accelerate import Accelerator
@@ -121,17 +122,7 @@ def spy_on_clipping():
         return norm
 
     with contextlib.ExitStack() as stack:
-        stack.enter_context(_patched(Accelerator, "clip_grad_norm_", spy_accelerator))
-        stack.enter_context(_patched(torch.nn.utils, "clip_grad_norm_", spy_torch))
-        stack.enter_context(_patched(torch.nn.utils.clip_grad, "clip_grad_norm_", spy_torch))
+        stack.enter_context(mock.patch.object(Accelerator, "clip_grad_norm_", spy_accelerator))
+        stack.enter_context(mock.patch.object(torch.nn.utils, "clip_grad_norm_", spy_torch))
+        stack.enter_context(mock.patch.object(torch.nn.utils.clip_grad, "clip_grad_norm_", spy_torch))
         yield calls
-
-
-@contextlib.contextmanager
-def _patched(owner, name, value):
-    old = getattr(owner, name)
-    setattr(owner, name, value)
-    try:
-        yield
-    finally:
-        setattr(owner, name, old)

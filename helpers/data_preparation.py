@@ -10,7 +10,7 @@ import torch
 from .checks import require_positive_int
 from .language import formatted, message, number
 from .reports import table
-from .timing import wait_for
+from .timing import ratio_spread, wait_for
 
 # The configurations of the Accelerator whose batches batches_per_process shows, in this order
 SHARDING = ("default", "split_batches=True", "even_batches=False", "Accelerator(split_batches=True)")
@@ -77,18 +77,12 @@ def epoch_times(model, epochs, repeats=3):
     return times
 
 
-def _ratios(times, name, baseline):
-    """(median, lowest, highest) of times[name] / times[baseline], one ratio per round."""
-    ratios = [mine / base for mine, base in zip(times[name], times[baseline])]
-    return statistics.median(ratios), min(ratios), max(ratios)
-
-
 def padding_table(fractions, times):
     """Each strategy's padding and epoch time, against the first strategy (names: the lesson's, translated there)."""
     baseline = next(iter(times))
     rows = []
     for name, fraction in fractions.items():
-        ratio, low, high = _ratios(times, name, baseline)
+        ratio, low, high = ratio_spread(times, name, baseline)
         rows.append([name, number(100 * fraction, ".1f") + " %", number(statistics.median(times[name]), ".3f"),
                      formatted("{ratio:.2f} x ({low:.2f}-{high:.2f})", ratio=ratio, low=low, high=high)])
     return table([message("padding"), message("padding tokens"), message("epoch s"),
@@ -102,7 +96,7 @@ def padding_conclusions(fractions, times):
     first = names[0]
     lines = []
     for name in names[1:]:
-        ratio, low, high = _ratios(times, name, first)
+        ratio, low, high = ratio_spread(times, name, first)
         values = dict(name=name, first=first, fraction=100 * fractions[name],
                       first_fraction=100 * fractions[first], ratio=ratio, low=low, high=high)
         if high < 1:

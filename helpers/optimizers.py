@@ -17,14 +17,9 @@ from transformers.optimization import Adafactor
 from .data import make_dataloader
 from .modeling import load_model
 from .quiet import quiet
-from .training import train_pytorch
+from .training import default_device, train_pytorch
 
 OPTIMIZERS = ("adamw", "adafactor", "adamw_8bit")
-
-
-def default_device():
-    """Where compare_optimizers trains: the GPU (cuda) when there is one, else the CPU."""
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
 def eight_bit_unavailable(device=None):

@@ -28,7 +28,7 @@ from .data import make_dataloader
 from .language import message
 from .memory import measure_peak_memory
 from .timing import ratio_spread, step_times
-from .training import History, setup_training
+from .training import History, default_device, setup_training
 
 PRECISIONS = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -70,7 +70,7 @@ def train_mixed_precision(model, dataloader, *, precision="bfloat16", epochs=1, 
     """
     dtype_of(precision)
     optimizer, lr_scheduler, _ = setup_training(model, dataloader, epochs, learning_rate, optimizer=optimizer)
-    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    device = torch.device(device or default_device())
     model.to(device).train()
     # only float16 needs loss scaling; a disabled scaler passes everything through unchanged
     scaler = torch.amp.GradScaler(device.type, enabled=precision == "float16")

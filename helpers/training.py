@@ -91,12 +91,17 @@ def _check_labels(dataset, num_labels):
             f"load the model with load_model(num_labels={max(labels) + 1})")
 
 
+def default_device():
+    """Where training runs unless told otherwise: the GPU (cuda) when there is one, else the CPU."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
 def train_pytorch(model, dataloader, *, epochs=1, learning_rate=5e-4, gradient_accumulation_steps=1,
                   optimizer=None, device=None, progress=True):
     """The basic PyTorch loop; with gradient_accumulation_steps=N > 1, accumulation by hand."""
     optimizer, lr_scheduler, windows = setup_training(
         model, dataloader, epochs, learning_rate, gradient_accumulation_steps, optimizer)
-    device = device or torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = device or default_device()
     model.to(device).train()
     history, window_loss, start = History(), 0.0, time.perf_counter()
     n = gradient_accumulation_steps
