@@ -9,54 +9,34 @@ lesson 01 from a course folder in their home; anna fetches and submits; then:
   setting): nbgrader cannot prevent it, and `nbgrader collect` must warn about it (docs/hub.md
   says to read that warning; the grader also flags the hub's save stamp, test_hub_grading.py).
 Runs where those users can run the course's Python: as root in .ci/run's second half, which opens
-the folders above the clone and Python; elsewhere it skips, saying why.
+the folders above the clone and Python; elsewhere it skips, saying why (hub_users.py).
 """
-import os
 import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
 from course.paths import NOTEBOOKS
+from hub_users import ANNA, BIN, BRAM, TEACHER, as_user, clean_homes, require_users
 
 pytestmark = pytest.mark.slow
 LESSON = "01_basic_loop"
-TEACHER, ANNA, BRAM = "hub-teacher", "hub-anna", "hub-bram"
 COURSE = "efficient-training"
-NBGRADER = str(Path(sys.executable).parent / "nbgrader")
-
-
-def as_user(user, *command, cwd=None):
-    home = Path(f"/home/{user}")
-    return subprocess.run(["runuser", "-u", user, "--", "env", "-i", f"HOME={home}",
-                           f"PATH={Path(sys.executable).parent}:/usr/bin:/bin", "LANG=C.UTF-8", *command],
-                          cwd=cwd or home, capture_output=True, text=True, timeout=180)
+NBGRADER = str(BIN / "nbgrader")
 
 
 @pytest.fixture(scope="module")
 def exchange():
-    if os.geteuid() != 0 or not shutil.which("useradd"):
-        pytest.skip("creates Unix users: root only (CI)")
-    for user in (TEACHER, ANNA, BRAM):
-        if subprocess.run(["id", "-u", user], capture_output=True).returncode != 0:
-            subprocess.run(["useradd", "--create-home", user], check=True)
-    if as_user(ANNA, sys.executable, "-c", "import nbgrader").returncode != 0:
-        message = "other users cannot run the course's Python here (.ci/run opens it for its second half)"
-        if os.environ.get("COURSE_REQUIRE_HUB_USERS") == "1":  # .ci/run: must run there
-            pytest.fail(message)
-        pytest.skip(message)
+    require_users(TEACHER, ANNA, BRAM)
+    clean_homes((TEACHER, ANNA, BRAM), LESSON, "course")
     root = Path(tempfile.mkdtemp(prefix="hub-exchange-"))
     root.chmod(0o755)
     (root / "exchange").mkdir(mode=0o777)
     (root / "exchange").chmod(0o777)
     yield root / "exchange"
     shutil.rmtree(root, ignore_errors=True)
-    for user in (TEACHER, ANNA, BRAM):
-        shutil.rmtree(Path(f"/home/{user}") / LESSON, ignore_errors=True)
-        shutil.rmtree(Path(f"/home/{user}") / "course", ignore_errors=True)
+    clean_homes((TEACHER, ANNA, BRAM), LESSON, "course")
 
 
 def nbgrader(user, command, exchange, *extra):
