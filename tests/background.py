@@ -27,6 +27,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,8 @@ _running = set()  # the jobs' subprocesses (Popen) that run now
 _folders = []     # the jobs' temporary folders (`folder`)
 _lock = threading.Lock()
 _stopping = threading.Event()
+_began = time.monotonic()
+_timeline = []    # (name, start, end): seconds since the session began, of each job and lesson run
 # The environment as the session began. A test in the main thread may launch processes meanwhile
 # (helpers.run_on_processes), and accelerate's notebook_launcher sets WORLD_SIZE, MASTER_PORT, ...
 # in os.environ while they run: a kernel started then believes it is one of 2 processes and its
@@ -99,8 +102,27 @@ def start_used(items):
 
 def _start(name):
     if name not in _futures:
-        _futures[name] = _queue.submit(_functions[name])
+        _futures[name] = _queue.submit(_timed, name, _functions[name])
     return _futures[name]
+
+
+def _timed(name, function):
+    start = time.monotonic()
+    try:
+        return function()
+    finally:
+        note(name, start, time.monotonic())
+
+
+def note(name, start, end):
+    """Record that `name` ran from `start` to `end` (time.monotonic()) for `timeline`."""
+    _timeline.append((name, start - _began, end - _began))
+
+
+def timeline():
+    """[(name, start, end)]: when each job and lesson run ran, in seconds since the session began,
+    in the order they started (conftest.py prints it after the tests: where the time went)."""
+    return sorted(_timeline, key=lambda entry: entry[1])
 
 
 def folder(prefix):

@@ -73,6 +73,29 @@ def pytest_sessionfinish(session):
     background.stop()  # a session stopped early (-x, Ctrl-C) does not wait for the running job
 
 
+def pytest_terminal_summary(terminalreporter):
+    """Where the time went beside the tests: each background job and lesson run, and how busy the
+    machine's CPUs were (a suite over its time on an idle machine needs less work, not more jobs)."""
+    timeline = background.timeline()
+    if not timeline:
+        return
+    terminalreporter.section("background jobs and lesson runs (seconds since the session began)")
+    for name, start, end in timeline:
+        terminalreporter.write_line(f"{start:7.1f} - {end:7.1f}  {end - start:6.1f}  {name}")
+    busy, total = (now - then for now, then in zip(_cpu_ticks(), _SESSION_CPU_TICKS))
+    terminalreporter.write_line(f"the {os.cpu_count()} CPUs were busy {busy / total:.0%} of the session")
+
+
+def _cpu_ticks():
+    """(busy, total) CPU ticks of the whole machine since it booted (Linux's /proc/stat)."""
+    ticks = [int(field) for field in open("/proc/stat").readline().split()[1:]]
+    idle = ticks[3] + ticks[4]  # idle, iowait
+    return sum(ticks) - idle, sum(ticks)
+
+
+_SESSION_CPU_TICKS = _cpu_ticks()
+
+
 @background.job
 def graded_class_job():
     """One autograde batch of every lesson: (its folder, lesson_runs.GradedClass)."""

@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +39,15 @@ def start_runs(lessons):
     for notebook in lesson_notebooks(lessons):
         if notebook.stem not in _runs:
             _runs[notebook.stem] = pool.submit(run_notebook, notebook, _executed_folder())
+            _runs[notebook.stem].add_done_callback(_note_time(notebook.stem))
+
+
+def _note_time(lesson):
+    def note(future):
+        if not future.cancelled() and future.exception() is None:
+            end = time.monotonic()
+            background.note(f"lesson run {lesson}", end - future.result()[0], end)
+    return note
 
 
 def executed(lesson):
