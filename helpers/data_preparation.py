@@ -2,15 +2,15 @@
 which examples `accelerator.prepare` gives each process. (Its exercises are checked in
 helpers/exercises_data.py.)
 """
+import functools
 import statistics
-import time
 
 import torch
 
 from .checks import require_positive_int
 from .language import formatted, message, number
 from .reports import table
-from .timing import ratio_spread, wait_for
+from .timing import ratio_spread, take_turns
 
 # The configurations of the Accelerator whose batches batches_per_process shows, in this order
 SHARDING = ("default", "split_batches=True", "even_batches=False", "Accelerator(split_batches=True)")
@@ -22,12 +22,8 @@ def time_map(dataset, function, repeats=2, **map_arguments):
     """{"one at a time": seconds, "batched": seconds}: dataset.map(function) both ways, taking turns;
     the fastest of `repeats` runs each (the run that the machine's other work disturbed least)."""
     require_positive_int("repeats", repeats)
-    seconds = {"one at a time": [], "batched": []}
-    for _ in range(repeats):
-        for name, batched in (("one at a time", False), ("batched", True)):
-            start = time.perf_counter()
-            dataset.map(function, batched=batched, **map_arguments)
-            seconds[name].append(time.perf_counter() - start)
+    seconds = take_turns({name: functools.partial(dataset.map, function, batched=batched, **map_arguments)
+                          for name, batched in (("one at a time", False), ("batched", True))}, "cpu", repeats)
     return {name: min(values) for name, values in seconds.items()}
 
 
@@ -62,17 +58,13 @@ def epoch_times(model, epochs, repeats=3):
         model.zero_grad(set_to_none=True)
         model(**{key: value.to(device) for key, value in batch.items()}).loss.backward()
 
+    def epoch(batches):
+        for batch in batches:
+            forward_backward(batch)
+
     for batches in epochs.values():
         forward_backward(batches[0])  # warm-up
-    times = {name: [] for name in epochs}
-    for _ in range(repeats):
-        for name, batches in epochs.items():
-            wait_for(device)  # on a GPU: nothing left over from the warm-up
-            start = time.perf_counter()
-            for batch in batches:
-                forward_backward(batch)
-            wait_for(device)  # on a GPU: until the last backward pass has run
-            times[name].append(time.perf_counter() - start)
+    times = take_turns({name: functools.partial(epoch, batches) for name, batches in epochs.items()}, device, repeats)
     model.zero_grad(set_to_none=True)
     return times
 

@@ -4,6 +4,7 @@ On a GPU the clock must wait for the device: CUDA (like every accelerator) runs 
 asynchronously, and `loss.backward()` returns once its kernels are queued, not done. Without a
 wait, each timed pass would be charged the unfinished work of the pass before it.
 """
+import functools
 import statistics
 import time
 
@@ -17,28 +18,39 @@ def wait_for(device):
         torch.accelerator.synchronize(device)
 
 
+def take_turns(tasks, device, repeats=3):
+    """{name: [seconds of round 1, round 2, ...]}: each task of `tasks` (a name -> a function of no
+    arguments) runs once per round, the tasks taking turns, so that a load that comes and goes on
+    the machine hits them alike. On a GPU each run is timed from an idle device until its work has
+    finished on the device. Warm up before: the first run of a setting is often slower."""
+    times = {name: [] for name in tasks}
+    for _ in range(repeats):
+        for name, task in tasks.items():
+            wait_for(device)  # nothing left over from the run before
+            start = time.perf_counter()
+            task()
+            wait_for(device)  # backward() returns before its kernels have run
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
 def step_times(model, batch, variants, repeats=3):
     """Seconds of one forward + backward pass on `batch`, for each variant, round by round.
 
     `variants` maps a name to a function that returns a context manager (the setting to time,
-    e.g. checkpointing on, or autocast). The variants take turns, `repeats` times each after one
-    warm-up pass, so a load that comes and goes on the machine hits them alike. On a GPU each pass
-    is timed from an idle device until its backward pass has finished on the device.
+    e.g. checkpointing on, or autocast). One warm-up pass each, then `repeats` rounds of take_turns.
     Returns {name: [seconds of round 1, round 2, ...]}.
     """
-    device = next(model.parameters()).device
-    times = {name: [] for name in variants}
-    for round_ in range(repeats + 1):
-        for name, setting in variants.items():
-            model.zero_grad(set_to_none=True)
-            wait_for(device)  # nothing left over from the pass before
-            start = time.perf_counter()
-            with setting():
-                loss = model(**batch).loss
-            loss.backward()
-            wait_for(device)  # backward() returns before its kernels have run
-            if round_:  # the first round warms up
-                times[name].append(time.perf_counter() - start)
+    def forward_backward(setting):
+        model.zero_grad(set_to_none=True)
+        with setting():
+            loss = model(**batch).loss
+        loss.backward()
+
+    passes = {name: functools.partial(forward_backward, setting) for name, setting in variants.items()}
+    for one_pass in passes.values():
+        one_pass()  # warm-up
+    times = take_turns(passes, next(model.parameters()).device, repeats)
     model.zero_grad(set_to_none=True)
     return times
 
