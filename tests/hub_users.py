@@ -35,12 +35,14 @@ def as_user(user, *command, cwd=None, env=()):
 
 
 def require_users(*users):
-    """Create the users that are missing; skip (or fail, see above) where a test cannot use them."""
+    """Create the users that are missing, with homes of mode 0700; skip (or fail, see above) where
+    a test cannot use them."""
     if os.geteuid() != 0 or not shutil.which("useradd"):
         _cannot("creates Unix users: root only (CI)")
     for user in users:
         if subprocess.run(["id", "-u", user], capture_output=True).returncode != 0:
             subprocess.run(["useradd", "--create-home", user], check=True)
+        home(user).chmod(0o700)  # as docs/hub.md sets a real deployment up (useradd makes 0755)
     if as_user(users[0], sys.executable, "-c", "import nbgrader").returncode != 0:
         _cannot("other users cannot run the course's Python here (.ci/run opens it for its second half)")
 

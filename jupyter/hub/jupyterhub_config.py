@@ -2,9 +2,9 @@
 
 Local and for demonstration: the dummy authenticator (one shared password, printed by make hub) and
 SimpleLocalProcessSpawner (every user's server runs as the user who started the hub, with a HOME of
-its own under the hub's folder). A real deployment is in docs/hub.md (real Unix users, PAM or
-OAuth, the same exchange and configs). Everything comes from the environment course.hub sets:
-COURSE_HUB_ROOT (the hub's folder), COURSE_HUB_PORT, COURSE_HUB_PASSWORD, COURSE_HUB_INSTRUCTORS
+its own under the hub's folder). A real deployment: jupyter/hub/deployment/ and docs/hub.md (real
+Unix users, PAM, the same exchange and configs). Everything comes from the environment course.hub
+sets: COURSE_HUB_ROOT (the hub's folder), COURSE_HUB_PORT, COURSE_HUB_PASSWORD, COURSE_HUB_INSTRUCTORS
 and COURSE_HUB_STUDENTS (comma-separated), COURSE_CACHE (the shared, read-only model cache).
 """
 import os
