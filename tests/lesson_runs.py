@@ -6,13 +6,14 @@ start in the background when the session collects a test that needs them (confte
 time beside the tests, so that they use the second CPU core while most tests use one.
 
 grade_lessons(): one `python -m autograde` batch of every lesson: a perfect (the solutions put
-into the release) and a blank (the release) submission each, and for lesson 1 a partial one and
-one that patches the course's checking helpers. test_autograde_lessons.py reads its grades,
+into the release) and a blank (the release, with the small parameters of SMALL) submission each,
+and for lesson 1 a partial one and one that patches the course's checking helpers. test_autograde_lessons.py reads its grades,
 test_release.py nbgrader's verdict on the blank notebooks as graded.
 """
 import atexit
 import csv
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -97,6 +98,37 @@ def points(lesson):
             if c.metadata.get("nbgrader", {}).get("grade")}
 
 
+# lesson -> {parameter: value} in its parameters cell; enough for the demonstrations to run
+SMALL_01_04 = {"sizes": '{"train": 48, "validation": 16, "test": 8}', "batch_size": "4", "epochs": "1"}
+SMALL = {
+    "00_data_preparation": {"sizes": '{"train": 64, "validation": 8, "test": 8}', "epoch_examples": "32",
+                            "timing_rounds": "1"},
+    "01_basic_loop": SMALL_01_04, "02_accelerator": SMALL_01_04,
+    "03_gradient_accumulation": dict(SMALL_01_04, memory_batch="8"), "04_trainer": SMALL_01_04,
+    "05_gradient_checkpointing": {"sizes": '{"train": 16, "validation": 16, "test": 8}', "batch_size": "8",
+                                  "memory_batch_sizes": "[8]"},
+    "06_local_sgd": {"sizes": '{"train": 32, "validation": 16, "test": 8}', "batch_size": "4",
+                     "local_sgd_steps": "(2,)"},
+    "07_mixed_precision": {"sizes": '{"train": 16, "validation": 16, "test": 8}', "batch_size": "8",
+                           "epochs": "1", "measure_batch_size": "8"},
+    "08_optimizers": {"sizes": '{"train": 32, "validation": 16, "test": 8}', "batch_size": "8"},
+    # lesson 9's Trainer demonstration trains on 48 of its training examples
+    "09_checkpoint_resume": {"sizes": '{"train": 48, "validation": 16, "test": 8}', "batch_size": "4",
+                             "save_every": "3", "stop_after": "6"},
+    "10_sharded_training": {"sizes": '{"train": 16, "validation": 8, "test": 8}', "batch_size": "4", "steps": "2"},
+}
+
+
+def small(nb, values):
+    """`nb` with small parameters, edited in its parameters cell as a student could."""
+    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    for name, value in values.items():
+        cell.source, found = re.subn(rf"^({name}(?:: [^=\n]+)?) = .*$", lambda line: f"{line.group(1)} = {value}",
+                                     cell.source, flags=re.M)  # `name: type = value  # comment`
+        assert found == 1, f"no parameter {name} to make small"
+    return nb
+
+
 def release_with(lesson, answers):
     nb = nbformat.read(NOTEBOOKS / lesson / f"{lesson}.ipynb", as_version=4)
     for cell in nb.cells:
@@ -123,7 +155,9 @@ def grade_lessons(root, lessons):
     cases = {}
     for lesson in lessons:
         cases[("perfect", lesson)] = (release_with(lesson, solutions(lesson)), sum(points(lesson).values()))
-        cases[("blank", lesson)] = (release_with(lesson, {}), 0.0)
+        # small parameters: nothing answered fails as fast at any size, and the lessons' demonstrations
+        # would run at full size for nothing (a student may set them so too)
+        cases[("blank", lesson)] = (small(release_with(lesson, {}), SMALL[lesson]), 0.0)
     if FIRST in lessons:
         answers, pts = solutions(FIRST), points(FIRST)
         if {"l1-make-lr-scheduler", "l1-train-one-epoch"} <= set(answers):

@@ -33,32 +33,11 @@ import pytest
 
 import background
 import mistake_runs
-from mistake_runs import small
 from autograde_toy import require_sandbox
 from course.paths import ROOT
-from lesson_runs import graded_lessons, points, release_with, solutions
+from lesson_runs import SMALL, graded_lessons, points, release_with, small, solutions
 
 pytestmark = pytest.mark.slow
-
-# lesson -> {parameter: value} in its parameters cell; enough for the demonstrations to run
-SMALL_01_04 = {"sizes": '{"train": 48, "validation": 16, "test": 8}', "batch_size": "4", "epochs": "1"}
-SMALL = {
-    "00_data_preparation": {"sizes": '{"train": 64, "validation": 8, "test": 8}', "epoch_examples": "32",
-                            "timing_rounds": "1"},
-    "01_basic_loop": SMALL_01_04, "02_accelerator": SMALL_01_04,
-    "03_gradient_accumulation": dict(SMALL_01_04, memory_batch="8"), "04_trainer": SMALL_01_04,
-    "05_gradient_checkpointing": {"sizes": '{"train": 16, "validation": 16, "test": 8}', "batch_size": "8",
-                                  "memory_batch_sizes": "[8]"},
-    "06_local_sgd": {"sizes": '{"train": 32, "validation": 16, "test": 8}', "batch_size": "4",
-                     "local_sgd_steps": "(2,)"},
-    "07_mixed_precision": {"sizes": '{"train": 16, "validation": 16, "test": 8}', "batch_size": "8",
-                           "epochs": "1", "measure_batch_size": "8"},
-    "08_optimizers": {"sizes": '{"train": 32, "validation": 16, "test": 8}', "batch_size": "8"},
-    # lesson 9's Trainer demonstration trains on 48 of its training examples
-    "09_checkpoint_resume": {"sizes": '{"train": 48, "validation": 16, "test": 8}', "batch_size": "4",
-                             "save_every": "3", "stop_after": "6"},
-    "10_sharded_training": {"sizes": '{"train": 16, "validation": 8, "test": 8}', "batch_size": "4", "steps": "2"},
-}
 
 TOKENIZE = "def tokenize_pairs(batch, tokenizer, max_length):\n    return {call}\n"
 PAIR = 'batch["sentence1"], batch["sentence2"]'

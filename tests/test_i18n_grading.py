@@ -1,6 +1,7 @@
 """A class that mixes languages, graded in one batch as `make autograde` does (python -m course.grade,
 which writes the course's source in every language): a perfect and a
-wrong submission of lessons 1 and 2 in English, Dutch and Indonesian, all handed in as
+wrong submission of lessons 1 and 2 in English, Dutch and Indonesian (small parameters, as a student
+may set them), all handed in as
 <student>/<lesson>/ (as nbgrader collect or an LMS export gives them). Each is graded as the
 assignment of its notebook's language, as course.i18n names them (01_basic_loop, 01_basic_loop-nl,
 01_basic_loop-id, ...), with the English scores, status "graded" (the translated release's
@@ -17,6 +18,7 @@ import re
 import shutil
 import sys
 
+import nbformat
 import pytest
 
 import background
@@ -24,6 +26,7 @@ from autograde_toy import require_sandbox
 from course import i18n
 from course.paths import NOTEBOOKS, ROOT
 from helpers import language
+from lesson_runs import SMALL, grade_id, small, solutions
 
 pytestmark = pytest.mark.slow
 LANGUAGES = ("en", *i18n.LANGUAGES)
@@ -38,19 +41,8 @@ MISTAKES = {
 HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", re.S)
 
 
-def grade_id(cell):
-    return cell["metadata"].get("nbgrader", {}).get("grade_id")
-
-
 def solution_cells(lesson):
     return json.loads((ROOT / "solutions" / lesson / f"{lesson}.ipynb").read_text())["cells"]
-
-
-def solutions(lesson):
-    """{grade_id: the solution as a student would type it} of the lesson's exercises."""
-    return {grade_id(cell): "".join(line for line in cell["source"] if "### BEGIN SOLUTION" not in line
-                                    and "### END SOLUTION" not in line)
-            for cell in solution_cells(lesson) if cell["metadata"].get("nbgrader", {}).get("solution")}
 
 
 def hidden_lines(lesson):
@@ -63,18 +55,19 @@ def hidden_lines(lesson):
 
 
 def submission(lesson, lang, wrong):
-    """The released notebook of `lang` with the solutions typed in (and the mistake, if wrong)."""
+    """The released notebook of `lang` with the solutions typed in (and the mistake, if wrong), with
+    small parameters."""
     answers = solutions(lesson)
     if wrong:
         exercise, (right, mistaken), *_ = MISTAKES[lesson]
         assert right in answers[exercise], f"{lesson}: the mistake no longer applies to {exercise}"
         answers[exercise] = answers[exercise].replace(right, mistaken)
     folder = NOTEBOOKS if lang == "en" else NOTEBOOKS / lang
-    notebook = json.loads((folder / lesson / f"{lesson}.ipynb").read_text())
-    for cell in notebook["cells"]:
+    notebook = nbformat.read(folder / lesson / f"{lesson}.ipynb", as_version=4)
+    for cell in notebook.cells:
         if grade_id(cell) in answers:
-            cell["source"] = answers[grade_id(cell)]
-    return notebook
+            cell.source = answers[grade_id(cell)]
+    return small(notebook, SMALL[lesson])  # the scores and messages do not depend on the sizes
 
 
 def in_language(lang, english, values):
@@ -95,7 +88,7 @@ def graded_languages_job():
             for kind in ("perfect", "wrong"):
                 folder = root / "submissions" / f"{kind}-{lang}" / lesson  # the folder does not say the language
                 folder.mkdir(parents=True)
-                (folder / f"{lesson}.ipynb").write_text(json.dumps(submission(lesson, lang, kind == "wrong")))
+                nbformat.write(submission(lesson, lang, kind == "wrong"), folder / f"{lesson}.ipynb")
     run = background.run([sys.executable, "-m", "course.grade", "--submissions", str(root / "submissions"),
                           "--out", str(root / "out"), "--jobs", str(os.cpu_count())], cwd=ROOT, timeout=1800)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
@@ -141,7 +134,7 @@ def test_the_failure_message_is_in_the_submissions_language(graded_languages, le
     if lang != "en":
         assert expected != english.format(**values)  # translated, or English with its marker
     assignment = i18n.assignment(lesson, lang)
-    notebook = json.loads((out / "autograded" / f"wrong-{lang}" / assignment / f"{lesson}.ipynb").read_text())
+    notebook = nbformat.read(out / "autograded" / f"wrong-{lang}" / assignment / f"{lesson}.ipynb", as_version=4)
     errors = [output for cell in notebook["cells"] if grade_id(cell) == test_cell
               for output in cell.get("outputs", []) if output["output_type"] == "error"]
     assert errors and errors[-1]["evalue"] == expected, errors
