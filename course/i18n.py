@@ -206,13 +206,12 @@ def helpers_template(source=SOLUTIONS):
     """The template of what helpers and the lessons' code cells show a student."""
     found = []
     for path in sorted((ROOT / "helpers").glob("*.py")):
-        found += [(text, (path.relative_to(ROOT).as_posix(), str(line)))
-                  for text, line in _messages_in(path.read_text(), str(path))]
+        found += [(text, path.relative_to(ROOT).as_posix()) for text, _ in _messages_in(path.read_text(), str(path))]
     for lesson in lessons(source):
         for cell in _cells(Path(source) / lesson / f"{lesson}.ipynb"):
             if cell["cell_type"] == "code":  # what hidden tests alone write is not for students' eyes
                 hidden = hidden_lines(_source(cell))
-                found += [(text, (f"{lesson}.ipynb#{cell['id']}", str(line)))
+                found += [(text, f"{lesson}.ipynb#{cell['id']}")
                           for text, line in _messages_in(_source(cell), f"{lesson}.ipynb#{cell['id']}")
                           if line not in hidden]
     return _messages_catalog(found)
@@ -226,20 +225,23 @@ def hidden_template(source=SOLUTIONS):
         for cell in _cells(Path(source) / lesson / f"{lesson}.ipynb"):
             if cell["cell_type"] == "code":
                 hidden = hidden_lines(_source(cell))
-                found += [(text, (f"{lesson}.ipynb#{cell['id']}", str(line)))
+                found += [(text, f"{lesson}.ipynb#{cell['id']}")
                           for text, line in _messages_in(_source(cell), f"{lesson}.ipynb#{cell['id']}")
                           if line in hidden and text not in public]
     return _messages_catalog(found)
 
 
 def _messages_catalog(found):
+    """A catalog of [(message, where it is written)]. An entry names its files and cells, not their
+    lines: an edit that moves a message leaves the catalogs as they are."""
     catalog, entries = _catalog(), {}
-    for text, occurrence in found:
+    for text, where in found:
         if text not in entries:
             flags = ["python-brace-format"] if placeholders(text) else []
             entries[text] = polib.POEntry(msgid=text, msgstr="", flags=flags)
             catalog.append(entries[text])
-        entries[text].occurrences.append(occurrence)
+        if (where, "") not in entries[text].occurrences:
+            entries[text].occurrences.append((where, ""))
     return catalog
 
 
