@@ -15,6 +15,10 @@ copies of the student release notebooks/01_basic_loop/01_basic_loop.ipynb:
   hands it in having forgotten `return` in make_lr_scheduler (train_one_epoch unanswered, so both
   runs stop early). Run All must show the Dutch markdown and the visible test's failure message in
   Dutch; Validate must fail with that Dutch message.
+- id/10_sharded_training/10_sharded_training.ipynb, the Indonesian release of the newest lesson
+  (sharded training: it starts two processes from the kernel) with its exercises answered. Run All
+  must show the Indonesian markdown, the visible tests' "correct" lines in Indonesian and the plot,
+  and no error.
 
 Screenshots land in build/browser/. The browser is Debian's chromium (/usr/bin/chromium, from
 apt), launched by path; Playwright never downloads one. Without it the test is skipped with
@@ -55,6 +59,11 @@ PROMPTS = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell .jp-InputPrompt"
 # the Dutch student's mistake: make_lr_scheduler builds the schedule but does not return it
 FORGOTTEN_RETURN = ("    return get_linear_schedule_with_warmup(", "    get_linear_schedule_with_warmup(")
 RETURNED_NONE = "The function returned None; return the scheduler."
+# a lesson added after the slides, in a third language
+NEW_LESSON = "10_sharded_training"
+INDONESIAN_NEW_LESSON = NOTEBOOKS / "id" / NEW_LESSON / f"{NEW_LESSON}.ipynb"
+NEW_LESSON_SOLUTION = SOLUTIONS / NEW_LESSON / f"{NEW_LESSON}.ipynb"
+NEW_LESSON_CORRECT = "Correct: a process holds its own pieces of a sharded model, and all of a plain tensor."
 
 
 def _need_browser():
@@ -134,10 +143,12 @@ def lab(tmp_path_factory):
         pytest.fail(f"{STUDENT_NOTEBOOK.relative_to(REPO)} is missing: make release")
     root = tmp_path_factory.mktemp("lab")
     student, solution = json.loads(STUDENT_NOTEBOOK.read_text()), json.loads(SOLUTION_NOTEBOOK.read_text())
-    for folder, notebook in (("notebooks", answered(student, solution)), ("fresh", student),
-                             ("nl", forgot_return(json.loads(DUTCH_NOTEBOOK.read_text()), solution))):
-        (root / folder / LESSON).mkdir(parents=True)
-        (root / folder / LESSON / f"{LESSON}.ipynb").write_text(json.dumps(notebook, indent=1))
+    new_lesson = answered(json.loads(INDONESIAN_NEW_LESSON.read_text()), json.loads(NEW_LESSON_SOLUTION.read_text()))
+    for folder, lesson, notebook in (("notebooks", LESSON, answered(student, solution)), ("fresh", LESSON, student),
+                                     ("nl", LESSON, forgot_return(json.loads(DUTCH_NOTEBOOK.read_text()), solution)),
+                                     ("id", NEW_LESSON, new_lesson)):
+        (root / folder / lesson).mkdir(parents=True)
+        (root / folder / lesson / f"{lesson}.ipynb").write_text(json.dumps(notebook, indent=1))
     settings = root / ".settings" / "@jupyterlab"
     for plugin, value in (("notebook-extension/tracker", '{"windowingMode": "none"}'),  # all cells in the DOM
                           ("apputils-extension/notification", '{"fetchNews": "false"}')):  # no news pop-up
@@ -230,13 +241,24 @@ def validate(page, lab, path, screenshot):
     return dialog
 
 
-def test_lesson_runs_all_cells_in_the_browser(lab, page):
-    notebook = run_all_cells(page, lab, f"notebooks/{LESSON}/{LESSON}.ipynb", f"{LESSON}-run-all.png")
+def assert_every_cell_ran_without_error(page, notebook):
     errors = [text for text in notebook.locator(ERROR_OUTPUTS).all_inner_texts()
               if "Traceback" in text or "Error" in text]
     assert errors == [], "the lesson shows errors in the browser:\n" + "\n---\n".join(errors)
     not_run = [text for text in page.locator(PROMPTS).all_inner_texts() if not re.search(r"\[\d+\]", text)]
     assert not_run == [], f"{len(not_run)} code cells did not run"
+
+
+def assert_shown_in_one_language(shown, release, english):
+    """The page's text `shown` has the title of `release`, not the title of the `english` notebook."""
+    for path, expected in ((release, True), (english, False)):
+        title = json.loads(path.read_text())["cells"][0]["source"][0].lstrip("# ").strip()
+        assert (title in shown) == expected, f"{title!r} {'missing from' if expected else 'shown in'} the page"
+
+
+def test_lesson_runs_all_cells_in_the_browser(lab, page):
+    notebook = run_all_cells(page, lab, f"notebooks/{LESSON}/{LESSON}.ipynb", f"{LESSON}-run-all.png")
+    assert_every_cell_ran_without_error(page, notebook)
     texts = notebook.locator(".jp-OutputArea-output").all_inner_texts()
     assert len(texts) >= 5, f"too few outputs appeared: {texts}"
     assert any("Correct" in text for text in texts), "the visible tests printed no 'Correct'"
@@ -262,9 +284,7 @@ def test_a_dutch_student_reads_dutch_and_validate_answers_in_dutch(lab, page):
     path = f"nl/{LESSON}/{LESSON}.ipynb"
     notebook = run_all_cells(page, lab, path, f"{LESSON}-nl-run-all.png")
     shown = notebook.inner_text()
-    for release, expected in ((DUTCH_NOTEBOOK, True), (STUDENT_NOTEBOOK, False)):  # Dutch shown, English not
-        title = json.loads(release.read_text())["cells"][0]["source"][0].lstrip("# ").strip()
-        assert (title in shown) == expected, f"{title!r} {'missing from' if expected else 'shown in'} the page"
+    assert_shown_in_one_language(shown, DUTCH_NOTEBOOK, STUDENT_NOTEBOOK)
     errors = notebook.locator(ERROR_OUTPUTS).all_inner_texts()
     assert any(f"AssertionError: {dutch}" in text for text in errors), f"no Dutch failure message: {errors}"
 
@@ -273,3 +293,15 @@ def test_a_dutch_student_reads_dutch_and_validate_answers_in_dutch(lab, page):
     assert dialog.locator(".validation-failed").count() == 1, f"expected a failed validation:\n{text}"
     assert dutch in text, f"Validate does not show the Dutch message {dutch!r}:\n{text}"
     dialog.locator("button", has_text="Ok").click()
+
+
+def test_an_indonesian_student_runs_the_sharding_lesson(lab, page):
+    correct = language.catalog("id")[NEW_LESSON_CORRECT]
+    assert correct and correct != NEW_LESSON_CORRECT, "the message has no Indonesian translation"
+    notebook = run_all_cells(page, lab, f"id/{NEW_LESSON}/{NEW_LESSON}.ipynb", f"{NEW_LESSON}-id-run-all.png")
+    shown = notebook.inner_text()
+    assert_shown_in_one_language(shown, INDONESIAN_NEW_LESSON, NEW_LESSON_SOLUTION)
+    assert_every_cell_ran_without_error(page, notebook)
+    texts = notebook.locator(".jp-OutputArea-output").all_inner_texts()
+    assert any(correct in text for text in texts), f"no Indonesian {correct!r} in the outputs"
+    assert notebook.locator(".jp-RenderedImage img").count() >= 1, "the plot of memory per process did not appear"
