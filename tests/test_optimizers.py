@@ -46,56 +46,46 @@ def test_adafactor_factors_the_second_moment_of_matrices():
     assert optimizers.state_bytes_per_parameter(optimizer) < 0.1
 
 
+# In a child process: after importing bitsandbytes, run_on_processes cannot start processes
 EIGHT_BIT = """
 import json, torch, helpers
 from helpers import optimizers
-model = torch.nn.Sequential(torch.nn.Linear(256, 256))
-optimizer = optimizers.make_optimizer("adamw_8bit", model.parameters(), 1e-3)
-model(torch.randn(4, 256)).sum().backward()
-optimizer.step()
-state = optimizer.state[model[0].weight]
+one = torch.nn.Sequential(torch.nn.Linear(256, 256))
+two = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.Linear(256, 256))
+stepped = {}
+for name, model in (("one", one), ("two", two)):
+    stepped[name] = optimizers.make_optimizer("adamw_8bit", model.parameters(), 1e-3)
+    model(torch.randn(4, 256)).sum().backward()
+    stepped[name].step()
+state = stepped["one"].state[one[0].weight]
 print(json.dumps({"dtypes": [str(state["state1"].dtype), str(state["state2"].dtype)],
-                  "bytes_per_parameter": optimizers.state_bytes_per_parameter(optimizer)}))
+                  "bytes_per_parameter": optimizers.state_bytes_per_parameter(stepped["one"]),
+                  "bytes_of_two_layers": optimizers.optimizer_state_bytes(stepped["two"])}))
 """
 
 
-def last_line_printed_by(script):
-    """Run `script` in a child process (after importing bitsandbytes, run_on_processes cannot start processes)."""
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT)
+@pytest.fixture(scope="module")
+def eight_bit():
+    """What EIGHT_BIT measured in a child process."""
+    reason = optimizers.eight_bit_unavailable()
+    if reason:
+        pytest.skip(reason)
+    run = subprocess.run([sys.executable, "-c", EIGHT_BIT], capture_output=True, text=True, cwd=ROOT)
     assert run.returncode == 0, run.stderr[-2000:]
-    return run.stdout.strip().splitlines()[-1]
+    return json.loads(run.stdout.strip().splitlines()[-1])
 
 
-def test_8bit_adamw_keeps_about_2_bytes_per_parameter():
-    """In a child process: after importing bitsandbytes, run_on_processes cannot start processes."""
-    reason = optimizers.eight_bit_unavailable()
-    if reason:
-        pytest.skip(reason)
-    measured = json.loads(last_line_printed_by(EIGHT_BIT))
-    assert measured["dtypes"] == ["torch.uint8", "torch.uint8"]
-    assert 2 < measured["bytes_per_parameter"] < 2.5
+def test_8bit_adamw_keeps_about_2_bytes_per_parameter(eight_bit):
+    assert eight_bit["dtypes"] == ["torch.uint8", "torch.uint8"]
+    assert 2 < eight_bit["bytes_per_parameter"] < 2.5
 
 
-SHARED_MAPS = """
-import torch, helpers
-from helpers import optimizers
-model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.Linear(256, 256))
-optimizer = optimizers.make_optimizer("adamw_8bit", model.parameters(), 1e-3)
-model(torch.randn(4, 256)).sum().backward()
-optimizer.step()
-print(optimizers.optimizer_state_bytes(optimizer))
-"""
-
-
-def test_8bit_state_counts_the_shared_quantisation_maps_once():
+def test_8bit_state_counts_the_shared_quantisation_maps_once(eight_bit):
     """bitsandbytes gives every 8-bit state the same two maps (qmap1, qmap2: 256 float32 each)."""
-    reason = optimizers.eight_bit_unavailable()
-    if reason:
-        pytest.skip(reason)
     weight = 2 * 256 * 256 + 2 * (256 * 256 // 256) * 4  # two 8-bit moments, a float32 scale per block of 256
     bias = 2 * 256 * 4  # under 4096 numbers: two float32 moments
     maps = 2 * 256 * 4  # once, not once per weight matrix
-    assert int(last_line_printed_by(SHARED_MAPS)) == 2 * weight + 2 * bias + maps
+    assert eight_bit["bytes_of_two_layers"] == 2 * weight + 2 * bias + maps
 
 
 def test_the_default_model_with_each_optimizer(tokenizer, small_data):
