@@ -16,7 +16,7 @@ import re
 import shutil
 import stat
 import zipfile
-from dataclasses import dataclass
+import dataclasses
 from pathlib import Path
 
 from .assignments import LANGUAGES, assignment, language_name, lesson_and_language, notebook_language
@@ -30,7 +30,7 @@ class CollectError(RuntimeError):
     pass
 
 
-@dataclass
+@dataclasses.dataclass
 class Submission:
     student: str
     assignment: str
@@ -145,11 +145,12 @@ def _in_their_language(submissions, assignments):
         if chosen in LANGUAGES and target != submission.assignment and target in assignments \
                 and (submission.student, target) not in taken:
             taken.add((submission.student, target))
-            submission = Submission(submission.student, target, submission.folder)
+            submission = dataclasses.replace(submission, assignment=target)
         elif chosen is not None and chosen not in LANGUAGES:
-            submission.note = (f"course_language {chosen!r} is not a language of the course "
-                               f"({', '.join(LANGUAGES)}): graded in {language_name(language)}")
-            submission.language = language
+            submission = dataclasses.replace(
+                submission, language=language,
+                note=(f"course_language {chosen!r} is not a language of the course "
+                      f"({', '.join(LANGUAGES)}): graded in {language_name(language)}"))
         placed.append(submission)
     return sorted(placed, key=lambda s: (s.student, s.assignment))
 

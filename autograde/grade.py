@@ -33,7 +33,7 @@ from .profile import InjectGradingParameters
 from .settings import IOPUB_SECONDS, KERNEL_START_SECONDS
 from .validate import check_structure, read_submission, restore_structure
 from .zygote import die_with_parent
-from . import exchange
+from . import exchange, outfolder
 
 LOG_NAME = "grader.log"
 # Most telling first: the row's status is the first kind that happened; detail lists them all.
@@ -140,8 +140,7 @@ def grade(job):
     result = {"timing": timing, "events": events, "verdicts": verdicts, "course": str(course),
               "status": _status(events), "detail": "; ".join(_unique(d for _, d in events))}
     # written last and whole: its presence tells the batch that this job finished
-    (work / "result.json.tmp").write_text(json.dumps(result))
-    os.replace(work / "result.json.tmp", work / "result.json")
+    outfolder.replace_atomically(work / "result.json", lambda path: Path(path).write_text(json.dumps(result)))
     return result
 
 

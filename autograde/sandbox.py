@@ -32,7 +32,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .settings import FILE_BYTES, PROCESSES, TMP_BYTES, KernelLimits, kernel_env
+from .settings import KernelLimits, kernel_env
 
 ZYGOTE = str(Path(__file__).with_name("zygote.py"))
 
@@ -190,9 +190,7 @@ def check_available():
         os.mkdir(scratch)
         spec = SandboxSpec(scratch=scratch, uid=kernel_uids(1)[0], env=kernel_env(scratch=scratch),
                            read_only=(sys.base_prefix, sys.prefix, os.path.dirname(ZYGOTE)),
-                           limits=KernelLimits(memory_bytes=2 * 1024 ** 3, cpu_seconds=10,
-                                               file_bytes=FILE_BYTES, processes=PROCESSES,
-                                               tmp_bytes=TMP_BYTES))
+                           limits=KernelLimits(memory_bytes=2 * 1024 ** 3, cpu_seconds=10))
         give_to_kernel(spec, slot, scratch)
         settings = json.dumps(dataclasses.asdict(spec))
         probe = subprocess.run(zygote_command(spec, [sys.executable, "-I", "-S", ZYGOTE, "probe",

@@ -40,9 +40,9 @@ def run_only(default=None):
 class KernelLimits:
     memory_bytes: int
     cpu_seconds: int
-    file_bytes: int
-    processes: int
-    tmp_bytes: int
+    file_bytes: int = FILE_BYTES
+    processes: int = PROCESSES
+    tmp_bytes: int = TMP_BYTES
 
 
 @dataclass(frozen=True)
@@ -72,9 +72,7 @@ class GradingSettings:
     def kernel_limits(self):
         # CPU seconds: a notebook's wall-clock limit four times over (a kernel's threads count
         # together) and a minute for its imports; the wall clock stops a notebook long before.
-        return KernelLimits(memory_bytes=self.memory_mb * 1024 ** 2,
-                            cpu_seconds=int(self.timeout * 4 + 60), file_bytes=FILE_BYTES,
-                            processes=PROCESSES, tmp_bytes=TMP_BYTES)
+        return KernelLimits(memory_bytes=self.memory_mb * 1024 ** 2, cpu_seconds=int(self.timeout * 4 + 60))
 
     def worker_seconds(self, notebooks):
         """How long a worker may grade a submission of `notebooks` notebooks before it is killed."""
