@@ -65,3 +65,31 @@ def test_the_default_jobs_are_the_cores_this_process_may_use():
     one_core = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert one_core.stdout.strip() == "1", "a container or taskset that allows one core gets one job"
     assert run.usable_cores() == len(os.sched_getaffinity(0))
+
+
+@pytest.mark.slow
+def test_kernels_skip_the_last_garbage_collection_but_run_their_atexit_functions(tmp_path, monkeypatch):
+    """Python's shutdown collects garbage over every object: 2-3 s per lesson with torch, transformers and
+    datasets imported, after the last cell. The kernels of course.run freeze the objects instead (FAST_EXIT):
+    a cycle of garbage is never collected, and the atexit functions still run. Without FAST_EXIT the
+    cycle is collected at exit (so the test can tell the two apart)."""
+    source = ("import atexit, gc, pathlib\n"
+              "atexit.register(pathlib.Path('atexit_ran').touch)\n"
+              "class Cycle:\n"
+              "    def __del__(self):\n"
+              "        pathlib.Path('collected').touch()\n"
+              "gc.disable()  # the cycle stays garbage until the kernel exits\n"
+              "cycle = Cycle(); cycle.me = cycle; del cycle\n"
+              "print(sorted(name for name in dir() if name.startswith('_') and not name.startswith('__')))")
+    for fast_exit in (True, False):
+        folder = tmp_path / str(fast_exit)
+        folder.mkdir()
+        monkeypatch.setattr(run, "ROOT", folder)  # the kernel's working directory: its files land here
+        if not fast_exit:
+            monkeypatch.setattr(run, "FAST_EXIT", "pass")
+        seconds, error = run.run_notebook(write_notebook(folder / "exit.ipynb", source), folder / "out")
+        assert error is None, error
+        assert (folder / "atexit_ran").exists()
+        assert (folder / "collected").exists() is not fast_exit
+        names = nbformat.read(folder / "out" / "exit.ipynb", as_version=4).cells[0].outputs[0].text
+        assert "_atexit" not in names and "_gc" not in names, "FAST_EXIT leaves no name in the notebook"
