@@ -7,6 +7,10 @@ moment; bitsandbytes' AdamW8bit keeps both moments in 8 bits, in blocks with a f
 The bytes are measured from the optimizer's own state (`optimizer_state_bytes`), not computed.
 """
 import functools
+import hashlib
+import importlib.metadata
+import os
+import platform
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -14,6 +18,7 @@ from dataclasses import dataclass
 import torch
 from transformers.optimization import Adafactor
 
+from .cache import cache_dir
 from .data import make_dataloader
 from .modeling import load_model
 from .quiet import quiet
@@ -27,27 +32,60 @@ def eight_bit_unavailable(device=None):
     the reason, in words.
 
     The probe runs in a child process: once a process has imported bitsandbytes, accelerate's
-    notebook_launcher (helpers.run_on_processes) refuses to start processes from it.
+    notebook_launcher (helpers.run_on_processes) refuses to start processes from it. The child
+    imports torch and bitsandbytes (about 4 CPU seconds), so a probe that passed is remembered in
+    the cache folder (`helpers.cache.cache_dir()`), for this Python, these versions of torch and
+    bitsandbytes, this kind of machine and device; a probe that failed is run again next time.
     """
     return _eight_bit_probe(torch.device(device or default_device()).type)
 
 
 @functools.lru_cache(maxsize=None)
 def _eight_bit_probe(device_type):
+    record = _passed_probe_record(device_type)
+    if record is not None and record[0].exists():
+        return None
     probe = subprocess.run([sys.executable, "-c", _PROBE, device_type], capture_output=True, text=True)
     if probe.returncode == 0:
+        if record is not None:
+            _write_whole(*record)
         return None
     lines = probe.stderr.strip().splitlines() or ["no output"]
     return f"bitsandbytes' AdamW8bit does not run on this machine's {device_type} ({lines[-1]})"
 
 
 _PROBE = """
-import sys, torch, bitsandbytes
+import os, sys, torch, bitsandbytes
 layer = torch.nn.Linear(64, 64).to(sys.argv[1])
 optimizer = bitsandbytes.optim.AdamW8bit(layer.parameters(), lr=1e-3)
 layer(torch.ones(2, 64, device=sys.argv[1])).sum().backward()
 optimizer.step()
+os._exit(0)  # passed; Python's own shutdown (garbage collection over torch's objects) would add a second or two
 """
+
+
+def _passed_probe_record(device_type):
+    """(file, text): the file that says the probe passed with this Python, these versions and this device
+    type, and what it says; None without bitsandbytes (then the probe fails, and nothing is remembered)."""
+    try:
+        bitsandbytes = importlib.metadata.version("bitsandbytes")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    what = (f"bitsandbytes {bitsandbytes}, torch {torch.__version__} (CUDA {torch.version.cuda}), "
+            f"{sys.executable}, {platform.machine()}, device {device_type}\n")
+    name = hashlib.sha256(what.encode()).hexdigest()[:16]
+    return cache_dir() / "eight-bit-probe" / name, what
+
+
+def _write_whole(path, text):
+    """Write `text` to `path` whole (a rename) or not at all; a cache this user cannot write is left as it is."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_text(text)
+        os.replace(partial, path)
+    except OSError:
+        partial.unlink(missing_ok=True)
 
 
 def make_optimizer(name, parameters, learning_rate=5e-4, weight_decay=0.0):

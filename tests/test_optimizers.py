@@ -88,6 +88,33 @@ def test_8bit_state_counts_the_shared_quantisation_maps_once(eight_bit):
     assert eight_bit["bytes_of_two_layers"] == 2 * weight + 2 * bias + maps
 
 
+def test_a_passed_8bit_probe_is_remembered_and_a_failed_one_is_run_again(monkeypatch, tmp_path):
+    """The probe's child imports torch and bitsandbytes (about 4 CPU s, lesson 8's slowest cell): a pass is
+    written into the cache folder, for this Python, versions and device type; a failure is not."""
+    monkeypatch.setenv("COURSE_CACHE", str(tmp_path))
+    outcome, probes = {"cpu": 0, "cuda": 1}, []
+
+    def probe(command, **options):
+        probes.append(command[-1])
+        return subprocess.CompletedProcess(command, outcome[command[-1]], "", "RuntimeError: no CUDA kernels\n")
+
+    monkeypatch.setattr(optimizers.subprocess, "run", probe)
+    optimizers._eight_bit_probe.cache_clear()
+    try:
+        assert optimizers.eight_bit_unavailable("cpu") is None
+        optimizers._eight_bit_probe.cache_clear()  # a new process: only the cache folder remembers
+        assert optimizers.eight_bit_unavailable("cpu") is None
+        assert probes == ["cpu"]
+        for _ in range(2):
+            optimizers._eight_bit_probe.cache_clear()
+            assert "no CUDA kernels" in optimizers.eight_bit_unavailable("cuda")
+        assert probes == ["cpu", "cuda", "cuda"]
+        [record] = (tmp_path / helpers.cache.DEFAULT_VERSION / "eight-bit-probe").iterdir()
+        assert "device cpu" in record.read_text() and torch.__version__ in record.read_text()
+    finally:
+        optimizers._eight_bit_probe.cache_clear()
+
+
 def test_the_default_model_with_each_optimizer(tokenizer, small_data):
     rows = {row["optimizer"]: row for row in optimizers.compare_optimizers(
         small_data["train"], tokenizer, names=("adamw", "adafactor"), batch_size=16, progress=False)}
