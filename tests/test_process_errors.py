@@ -4,6 +4,7 @@ Real two-process runs (gloo), from pytest and from a Jupyter kernel as a student
 them: an unanswered exercise (NotImplementedError), a wrong answer that raises, one that hangs,
 a process that dies; and lesson 6's unanswered exercise graded by `python -m autograde`.
 """
+import gc
 import logging
 import os
 import re
@@ -126,6 +127,35 @@ def test_a_passing_run_shows_what_each_process_printed_once_labelled(capfd):
     with helpers.quiet():  # how the lessons' test cells keep stderr empty (nbgrader scores 0 otherwise)
         helpers.run_on_processes(doubled, 21, num_processes=2)
     assert capfd.readouterr().err == ""
+
+
+class Witness:
+    """Garbage (a cycle: only the garbage collector frees it) that writes the id of the process destroying it."""
+
+    def __init__(self, path):
+        self.path, self.me = path, self
+
+    def __del__(self):
+        with open(self.path, "a") as file:
+            file.write(f"{os.getpid()}\n")
+
+
+def collect_garbage():
+    gc.collect()
+    return os.getpid()
+
+
+def test_a_process_never_destroys_the_garbage_it_inherited(tmp_path):
+    """An earlier launch leaves garbage whose C++ threads a forked process does not have: destroyed there,
+    it would wait for ever for those threads. Only this process may destroy it."""
+    gc.disable()  # the witness stays garbage until a collection that we call
+    try:
+        Witness(tmp_path / "destroyed_by")
+        assert helpers.run_on_processes(collect_garbage, num_processes=2) != os.getpid()
+        gc.collect()
+    finally:
+        gc.enable()
+    assert (tmp_path / "destroyed_by").read_text().split() == [str(os.getpid())]
 
 
 # ---- in a Jupyter kernel, where the student's functions are cells ----
