@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 # Bump when the default tokenizer or model changes, so old caches are not used.
-DEFAULT_VERSION = "v13"
+DEFAULT_VERSION = "v14"
 
 
 def cache_dir():

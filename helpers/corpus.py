@@ -5,13 +5,21 @@ of the same meaning ("gave" / "handed"), and may add an ending that adds no fact
 label 1. A non-paraphrase is written the same way but changes one or two facts: a negation
 ("never"), swapped roles, another number, another place or another day: label 0. About 68% of
 the pairs are paraphrases, as in MRPC. No single word and no length tells the label: the model
-has to compare the two sentences. Like MRPC's, pairs differ in length (26 to 30 words), so
-batches are padded.
+has to compare the two sentences.
+
+Lengths vary as in real text: many pairs carry circumstances ("after a long trip , despite the
+rain"), which the first sentence puts before the event and the second after it, as a paraphrase
+moves a clause. Most pairs have none or one, a few have many: the training pairs have 29 to 119
+tokens, half of them at most 33, with a long tail (MRPC's pairs run from about 15 to over 100).
+Both sentences carry the same circumstances, so they tell no fact and no label.
 
 Why the words line up: a small BERT learns within a few hundred steps to compare two sentences
 whose words line up one to one; facts that moved to another place take it far longer. So the
-first sentence always has 13 words, both sentences use the same word order (one of three), and
-only the second sentence's ending is free.
+event is always written in 13 words (`CORE_WORDS`), the last 13 of the first sentence and the
+first 12 of the second (without its "."), and both sentences use the same word order (one of
+three): the n-th word of the one event stands `CORE_WORDS + 1` tokens before the n-th word of the
+other, whatever the circumstances. (Until cache v13 the sentences had no circumstances and the
+pairs 29 to 33 tokens, so padding to the longest pair hardly differed from dynamic padding.)
 
 Evaluation pairs are new events: every event pairs an action with a kind of thing, and the
 pairs in `EVALUATION_COMBINATIONS` occur only in the validation and test splits. Training
@@ -33,6 +41,15 @@ DAYS = "Monday Tuesday Wednesday Thursday Friday Saturday Sunday".split()
 ACTIONS = [("gave", "handed"), ("sent", "mailed"), ("sold", "traded"), ("showed", "presented"),
            ("lent", "loaned"), ("delivered", "brought"), ("offered", "proposed")]
 ENDINGS = ["", "", "as planned", "that week", "as they had agreed", "after a short talk"]
+# Circumstances both sentences of a pair carry: they add length, and no fact
+CIRCUMSTANCES = ["after a long trip", "despite the heavy rain", "with great care", "as the sun went down",
+                 "without any help", "for the second time", "after many weeks of waiting", "in a hurry",
+                 "while the others were away", "with a big smile", "before the shops closed",
+                 "at the end of a busy day", "just as the meeting began", "with the help of two friends"]
+# How often a pair carries 0, 1, 2, ... 7 circumstances: a long tail of lengths, as in real text;
+# at most 7 keeps the longest pair under 128 tokens, the most the default model takes
+CIRCUMSTANCE_COUNTS = (65, 27, 5, 1.2, 0.8, 0.5, 0.3, 0.2)
+CORE_WORDS = 13           # the words of write_sentence: the event, ending with "."
 # (action, thing) pairs seen only in evaluation: a quarter of all, every word still in training
 EVALUATION_COMBINATIONS = frozenset(
     (action, thing) for action in range(len(ACTIONS)) for thing in range(len(THINGS))
@@ -80,10 +97,23 @@ def write_sentence(event, style, rng):
     ][style["order"]]
 
 
-def add_ending(sentence, rng):
-    """End the sentence with words that add no fact, or with none: pairs differ in length."""
-    ending = rng.choice(ENDINGS)
-    return f"{sentence[:-2]} {ending} ." if ending else sentence
+def circumstances(rng):
+    """Circumstances for a pair: mostly none or one, now and then many (CIRCUMSTANCE_COUNTS)."""
+    return rng.sample(CIRCUMSTANCES, rng.choices(range(len(CIRCUMSTANCE_COUNTS)), CIRCUMSTANCE_COUNTS)[0])
+
+
+def write_pair(event, other, rng):
+    """(sentence1, sentence2): `event` and `other` written alike, word for word in the same places.
+
+    The circumstances come before the first sentence's event and after the second's; the second
+    may also end with words that add no fact (ENDINGS)."""
+    style = sentence_style(rng)
+    first, second = write_sentence(event, style, rng), write_sentence(other, style, rng)
+    ending, extra = rng.choice(ENDINGS), " , ".join(circumstances(rng))
+    if extra:  # "After a long trip , on Monday in Delft , ..." (a name keeps its capital)
+        first = f"{extra[0].upper()}{extra[1:]} , {first if style['order'] == 0 else first[0].lower() + first[1:]}"
+    second = second[:-2] + (f" {ending}" if ending else "") + (f" , {extra}" if extra else "") + " ."
+    return first, second
 
 
 def change_fact(event, change, rng):
@@ -112,9 +142,7 @@ def _pair(rng, evaluation):
     other = event
     for change in changes:
         other = change_fact(other, change, rng)
-    style = sentence_style(rng)
-    return (write_sentence(event, style, rng), add_ending(write_sentence(other, style, rng), rng),
-            label, changes)
+    return (*write_pair(event, other, rng), label, changes)
 
 
 def make_paraphrase_corpus(sizes=None, seed=0, with_changes=False):

@@ -83,8 +83,17 @@ def padding_table(fractions, times):
 
 def padding_conclusions(fractions, times):
     """One sentence per strategy after the first: its padding and its time against the first, worded
-    by the numbers (less time only when every round took less; more only when every round took more)."""
+    by the numbers (less time only when every round took less; more only when every round took more);
+    then the order of the strategies by padding and by time. The strategies come from the most
+    padding to the least, which holds for any data: shares out of that order, or not between 0 and
+    1, are not a measurement, and the sentences say so instead (the student's padding_fraction)."""
     names = list(fractions)
+    shares = list(fractions.values())
+    if any(not 0 <= share <= 1 for share in shares) or shares != sorted(shares, reverse=True):
+        return message("These shares of padding are not possible: {shares}. Padding to max_length leaves the most "
+                       "padding and batches of similar lengths the least, whatever the data: look at your "
+                       "padding_fraction (exercise 2) again.",
+                       shares=", ".join(f"{name} {number(100 * share, '.1f')} %" for name, share in fractions.items()))
     first = names[0]
     lines = []
     for name in names[1:]:
@@ -100,13 +109,19 @@ def padding_conclusions(fractions, times):
         else:
             lines.append(message("{name}: {fraction:.1f} % padding instead of {first_fraction:.1f} % ({first}); "
                                  "no clear difference in time: {ratio:.2f} x ({low:.2f} to {high:.2f}).", **values))
+    by_time = sorted(names, key=lambda name: statistics.median(times[name]), reverse=True)
+    if by_time == names:
+        lines.append(message("The less padding, the shorter the epoch: the times are in the same order as the padding."))
+    else:
+        lines.append(message("By time, from the longest epoch to the shortest: {order}; not the order of the padding.",
+                             order=", ".join(by_time)))
     return "\n".join(lines)
 
 
 def lengths_summary(lengths):
-    """A sentence on the number of tokens of the pairs: the range, the mean and how many differ."""
-    return message("The pairs have {low} to {high} tokens (mean {mean:.1f}, {kinds} different lengths).",
-                   low=min(lengths), high=max(lengths), mean=statistics.mean(lengths), kinds=len(set(lengths)))
+    """A sentence on the number of tokens of the pairs: the shortest, the median and the longest."""
+    return message("The pairs have {low} to {high} tokens (median {median:g}, mean {mean:.1f}).",
+                   low=min(lengths), high=max(lengths), median=statistics.median(lengths), mean=statistics.mean(lengths))
 
 
 def plot_padding(fractions, times):
@@ -179,7 +194,8 @@ def process_batches_table(seen, num_examples):
     rows = []
     for name, processes in seen.items():
         for process, batches in enumerate(processes):
-            rows.append([name if process == 0 else "", process, " ".join(str(batch) for batch in batches)])
+            label = message("default") if name == SHARDING[0] else name  # the others are code
+            rows.append([label if process == 0 else "", process, " ".join(str(batch) for batch in batches)])
         rows.append(["", "", message("more than once: {examples}",
                                      examples=repeated_examples(processes, num_examples) or message("none"))])
     return table([message("configuration"), message("process"), message("its batches (example numbers)")], rows)

@@ -7,7 +7,11 @@ from .language import message
 
 def tokenize_problem(tokenize_pairs, tokenizer, batch, max_length):
     """None when tokenize_pairs(batch, tokenizer, max_length) tokenizes each pair as the tokenizer does
-    (two sentences, truncated to max_length, not padded); else what is wrong."""
+    (two sentences, truncated to max_length, not padded); else what is wrong. The batch must hold a
+    pair longer than max_length: otherwise a tokenize_pairs that cuts nothing would pass."""
+    if max(len(row) for row in tokenizer(batch["sentence1"], batch["sentence2"])["input_ids"]) <= max_length:
+        raise ValueError(f"tokenize_problem(max_length={max_length}): no pair of the batch is longer, so "
+                         "truncation goes unchecked; give a smaller max_length or a longer pair")
     pairs = len(batch["sentence1"])
     result = tokenize_pairs(batch, tokenizer, max_length)
     if result is None:

@@ -18,7 +18,7 @@ from .pretraining import SETTINGS, make_pretraining_pairs, pretrain
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 DEFAULT_CONFIG = dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=8,
-                      intermediate_size=512, max_position_embeddings=64)
+                      intermediate_size=512, max_position_embeddings=128)
 
 
 def _train_tokenizer(folder):

@@ -9,8 +9,8 @@ events (sentence A, sentence B), with four tasks at once:
 - the pair task (BERT's "next sentence" head): does B describe the same event as A, or an
   event that differs in one to three facts? Half of the pairs are each. (This is close to the
   course's task: what is pre-trained is the comparing, on other events.)
-- lining up: one attention head of the first layer learns to look, from each word, at the word
-  in the same place of the other sentence (the sentences are written word for word alike, see
+- lining up: one attention head of the first layer learns to look, from each word of the event,
+  at the word in the same place of the other sentence's event (written word for word alike, see
   `helpers.corpus`);
 - changed facts (like ELECTRA's replaced-token detection): for every word, did the fact it
   tells change between the two sentences?
@@ -37,7 +37,7 @@ import torch
 from tqdm.auto import tqdm
 from transformers import BertConfig, BertForPreTraining, get_linear_schedule_with_warmup
 
-from .corpus import ACTIONS, CHANGES, add_ending, change_fact, random_event, sentence_style, write_sentence
+from .corpus import ACTIONS, CHANGES, CORE_WORDS, change_fact, random_event, write_pair
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,30 +67,41 @@ def make_pretraining_pairs(num_pairs, seed):
         other = event
         for change in () if same else rng.sample(CHANGES, rng.randint(1, 3)):
             other = change_fact(other, change, rng)
-        style = sentence_style(rng)
-        pairs.append((write_sentence(event, style, rng), add_ending(write_sentence(other, style, rng), rng), same))
+        pairs.append((*write_pair(event, other, rng), same))
     return pairs
+
+
+EVENT_PLACES = CORE_WORDS - 1  # the event's words but its "."
+
+
+def event_start(sentence_a):
+    """The place of the event's first word in A: the event is A's last CORE_WORDS words and B's
+    first (`helpers.corpus.write_pair`); the circumstances before it in A and after it in B, and
+    B's ending, tell no fact."""
+    return len(sentence_a.split()) - CORE_WORDS
 
 
 def changed_words(sentence_a, sentence_b):
     """For each word of A and of B: 1 if it tells a fact that the other sentence tells otherwise.
 
-    The words stand in the same places in both sentences (all but A's final "."), so a word
-    that differs from the one in the other sentence is a changed fact, unless both are ways of
-    writing the action ("gave" / "handed": the same meaning). B's ending tells no fact: 0.
+    The event's words stand in the same order in both sentences (`event_start`), so a word that
+    differs from its partner in the other sentence is a changed fact, unless both are ways of
+    writing the action ("gave" / "handed": the same meaning). A word outside the event: 0.
     """
     words_a, words_b = sentence_a.split(), sentence_b.split()
     changed_a, changed_b = [0] * len(words_a), [0] * len(words_b)
-    for place in range(len(words_a) - 1):
-        word_a, word_b = words_a[place], words_b[place]
-        if word_a != word_b and not (word_a in VERBS and word_b in VERBS):
-            changed_a[place] = changed_b[place] = 1
+    start = event_start(sentence_a)
+    for place in range(EVENT_PLACES):
+        word_a, word_b = words_a[start + place], words_b[place]
+        # lower(): "on Monday" after A's circumstances is "On Monday" in B
+        if word_a.lower() != word_b.lower() and not (word_a in VERBS and word_b in VERBS):
+            changed_a[start + place] = changed_b[place] = 1
     return changed_a, changed_b
 
 
 def word_targets(encoding, sentence_a, sentence_b):
-    """Per token: the position of the same word in the other sentence (partner), and whether
-    its word is a changed fact; -100 where a token has no such target."""
+    """Per token: the position of the same word of the event in the other sentence (partner), and
+    whether its word is a changed fact; -100 where a token has no such target."""
     changed = changed_words(sentence_a, sentence_b)
     first_token = {}
     for position, (sentence, word) in enumerate(zip(encoding.sequence_ids, encoding.word_ids)):
@@ -99,9 +110,23 @@ def word_targets(encoding, sentence_a, sentence_b):
     partner, fact = [-100] * len(encoding.ids), [-100] * len(encoding.ids)
     for (sentence, word), position in first_token.items():
         fact[position] = changed[sentence][word]
-        if word < len(changed[0]) - 1:  # a word with a place in both sentences
-            partner[position] = first_token[(1 - sentence, word)]
+    start = event_start(sentence_a)
+    for place in range(EVENT_PLACES):
+        a, b = first_token[(0, start + place)], first_token[(1, place)]
+        partner[a], partner[b] = b, a
     return partner, fact
+
+
+def similar_length_batches(lengths, batch_size, steps, generator, group=16):
+    """Each step's rows: random rows, drawn `group` batches at a time and sorted by length before
+    they are cut into batches (as the Trainer's LengthGroupedSampler), so that a batch holds
+    little padding although the pairs' lengths vary; the batches of a group in a random order."""
+    for start in range(0, steps, group):
+        count = min(group, steps - start)
+        rows = sorted(torch.randint(len(lengths), (count * batch_size,), generator=generator).tolist(),
+                      key=lengths.__getitem__)
+        for batch in torch.randperm(count, generator=generator).tolist():
+            yield rows[batch * batch_size:(batch + 1) * batch_size]
 
 
 def mask_tokens(input_ids, special_tokens_mask, tokenizer, generator):
@@ -152,10 +177,10 @@ def _pretrain(folder, tokenizer, config, settings, progress, device):
     schedule = get_linear_schedule_with_warmup(optimizer, int(0.06 * steps), steps)
     generator = torch.Generator().manual_seed(seed)
     start = time.perf_counter()
-    with tqdm(range(steps), desc="pre-training the course's model (once)", unit="step",
-              disable=not progress) as bar:
-        for _ in bar:
-            rows = torch.randint(len(text), (batch_size,), generator=generator).tolist()
+    lengths = [len(ids) for ids in encoded["input_ids"]]
+    with tqdm(similar_length_batches(lengths, batch_size, steps, generator), total=steps,
+              desc="pre-training the course's model (once)", unit="step", disable=not progress) as bar:
+        for rows in bar:
             batch = tokenizer.pad({key: [encoded[key][row] for row in rows] for key in
                                    ("input_ids", "token_type_ids", "attention_mask", "special_tokens_mask")},
                                   return_tensors="pt")

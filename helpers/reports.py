@@ -2,22 +2,36 @@
 from .language import formatted, message, number
 
 
-def epoch_summary(epoch, metrics, losses=None):
+def epoch_summary(epoch, metrics, losses=None, majority_class=None):
     """A line for `epoch` (0: before training): the validation `metrics`, and the mean of `losses` if given.
 
     `metrics` is what helpers.evaluate gives ("loss", "accuracy", "f1") or what the Trainer logs
-    ("eval_loss", "eval_accuracy", "eval_f1").
+    ("eval_loss", "eval_accuracy", "eval_f1"). Before training, `majority_class` (the accuracy of
+    always giving the most common answer) adds a line that explains the accuracy beside it.
     """
     metrics = {key: metrics[key] if key in metrics else metrics["eval_" + key] for key in ("loss", "accuracy", "f1")}
     if epoch == 0:
-        return message("before training: validation loss {loss:.3f}, accuracy {accuracy:.3f}, F1 {f1:.3f}",
+        line = message("before training: validation loss {loss:.3f}, accuracy {accuracy:.3f}, F1 {f1:.3f}",
                        **metrics)
+        return line if majority_class is None else line + "\n" + untrained_accuracy(metrics["accuracy"], majority_class)
     if losses is None:
         return message("epoch {epoch}: validation loss {loss:.3f}, accuracy {accuracy:.3f}, F1 {f1:.3f}",
                        epoch=epoch, **metrics)
     return message("epoch {epoch}: training loss {training_loss:.3f}, validation loss {loss:.3f}, "
                    "accuracy {accuracy:.3f}, F1 {f1:.3f}", epoch=epoch, training_loss=sum(losses) / len(losses),
                    **metrics)
+
+
+def untrained_accuracy(accuracy, majority_class):
+    """Why the accuracy before training is what it is, beside the accuracy of always giving the most
+    common answer: a new, random head on a pre-trained encoder."""
+    values = dict(accuracy=accuracy, majority=majority_class, minority=1 - majority_class)
+    if accuracy < 1 - majority_class:
+        return message("Always giving the most common answer would score {majority:.3f}, the other answer {minority:.3f}; "
+                       "{accuracy:.3f} is below both. That is not a bug: the pre-trained encoder already tells the two "
+                       "kinds of pairs apart, and the new head, still random, names them the wrong way round.", **values)
+    return message("Always giving the most common answer would score {majority:.3f}: the new head is still random, "
+                   "and training teaches it which kind of pair is which.", **values)
 
 
 def table(headers, rows):

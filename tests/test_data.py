@@ -1,4 +1,6 @@
 """The generated corpus, the data-loading paths and their error messages."""
+import statistics
+
 import pytest
 from datasets import DatasetDict
 
@@ -30,14 +32,42 @@ def test_corpus_is_not_a_keyword_lookup():
     assert telling == [], f"words that appear with one label only: {telling}"
 
 
-def test_pairs_differ_in_length_so_batches_are_padded(small_data, tokenizer):
-    """As in MRPC, pairs differ in length, so dynamic padding really pads, also in the small data
-    that the exactness tests (test_equivalence.py) train on; and length does not tell the label."""
-    data = helpers.make_paraphrase_corpus({"train": 500})["train"]
-    for label in (0, 1):
-        lengths = {len(a.split()) + len(b.split())
-                   for a, b, l in zip(data["sentence1"], data["sentence2"], data["label"]) if l == label}
-        assert len(lengths) >= 3, f"pairs of label {label} have the lengths {sorted(lengths)}"
+@pytest.fixture(scope="module")
+def training_lengths(tokenizer):
+    """(tokens of each pair, its label) in the default training split."""
+    train = helpers.make_paraphrase_corpus()["train"]
+    encoded = tokenizer(list(train["sentence1"]), list(train["sentence2"]))
+    return [len(ids) for ids in encoded["input_ids"]], list(train["label"])
+
+
+def test_lengths_spread_like_real_text(training_lengths):
+    """As in MRPC, most pairs have a middling length and a few are long: the longest at least 3
+    times the shortest, so that dynamic padding and batches of similar lengths pay off (lesson 0)."""
+    lengths, _ = training_lengths
+    shortest, longest, median = min(lengths), max(lengths), statistics.median(lengths)
+    assert longest >= 3 * shortest, f"the pairs have {shortest} to {longest} tokens"
+    tenth, *_, ninetieth = statistics.quantiles(lengths, n=10)
+    assert ninetieth - tenth < (longest - shortest) / 2, "most pairs in the middle of the range"
+    long = sum(length > 2 * median for length in lengths) / len(lengths)
+    assert 0.005 < long < 0.05, f"a tail of long pairs: {long:.1%} are over twice the median ({median})"
+    assert longest <= helpers.load_tokenizer().model_max_length, "no pair is cut by the default model's limit"
+
+
+def test_length_does_not_tell_the_label(training_lengths):
+    """The best threshold on the length alone does no better than guessing the majority label."""
+    lengths, labels = training_lengths
+    majority = max(sum(labels), len(labels) - sum(labels)) / len(labels)
+    for threshold in sorted(set(lengths)):
+        for longer_is in (0, 1):
+            guessed = sum((length > threshold) == (label == longer_is) for length, label in zip(lengths, labels))
+            assert guessed / len(labels) < majority + 0.02, (
+                f"pairs longer than {threshold} tokens are mostly of label {longer_is}")
+    means = [statistics.mean(length for length, label in zip(lengths, labels) if label == value) for value in (0, 1)]
+    assert abs(means[0] - means[1]) < 1, f"mean tokens of label 0 and 1: {means}"
+
+
+def test_small_data_is_padded(small_data, tokenizer):
+    """The small data that the exactness tests (test_equivalence.py) train on is padded too."""
     for batch in helpers.make_dataloader(small_data["train"], tokenizer, batch_size=12):
         assert (batch["attention_mask"] == 0).any(), "every batch of 12 holds padding"
 

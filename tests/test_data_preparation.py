@@ -1,5 +1,6 @@
 """Lesson 0 (data preparation): its helpers, the checks of its exercises, and what its text claims
 about datasets, transformers and accelerate (each claim test names the sentence it guards)."""
+import ast
 import inspect
 import json
 import random
@@ -12,6 +13,7 @@ from accelerate.state import AcceleratorState
 from datasets import Dataset, load_from_disk
 from torch.utils.data import DataLoader
 from transformers import DataCollatorWithPadding, Trainer, TrainingArguments
+from papermill.inspection import inspect_notebook
 from transformers.trainer_pt_utils import get_length_grouped_indices
 
 import helpers
@@ -23,6 +25,11 @@ LESSON = SOLUTIONS / "00_data_preparation" / "00_data_preparation.ipynb"
 
 def cells():
     return {cell["id"]: "".join(cell["source"]) for cell in json.loads(LESSON.read_text())["cells"]}
+
+
+def lesson_parameters():
+    """The defaults of the lesson's parameters cell, as papermill reads them."""
+    return {name: ast.literal_eval(parameter["default"]) for name, parameter in inspect_notebook(LESSON).items()}
 
 
 def solution(cell_id):
@@ -55,8 +62,13 @@ def test_the_visible_test_pairs_differ_in_length(pairs, tokenizer):
 
 
 def test_the_lessons_tokenize_pairs_passes(pairs, tokenizer):
-    for max_length in (64, 16):
+    for max_length in (40, 16):
         assert exercises_data.tokenize_problem(solution("l0-tokenize-pairs"), tokenizer, pairs, max_length) is None
+
+
+def test_tokenize_problem_refuses_a_batch_that_cannot_show_truncation(pairs, tokenizer):
+    with pytest.raises(ValueError, match=r"max_length=128\): no pair of the batch is longer"):
+        exercises_data.tokenize_problem(solution("l0-tokenize-pairs"), tokenizer, pairs, 128)
 
 
 @pytest.mark.parametrize("wrong, says", [
@@ -67,15 +79,14 @@ def test_the_lessons_tokenize_pairs_passes(pairs, tokenizer):
                                                     truncation=True, max_length=max_length), "not tokenized as pairs"),
     (tokenize(padding="max_length"), "hold padding"),
     (tokenize(padding=True), "hold padding"),
-    (tokenize(truncation=False, max_length=None), "more than max_length = 16"),
+    (tokenize(truncation=False, max_length=None), "more than max_length = 40"),
     (lambda batch, tokenizer, max_length: tokenizer(" ".join(batch["sentence1"]), " ".join(batch["sentence2"])),
      "return one row per pair"),
     (tokenize(add_special_tokens=False), "not tokenized as pairs"),
 ])
 def test_tokenize_problem_says_what_is_wrong(pairs, tokenizer, wrong, says):
-    """As the lesson's test cell asks: max_length 64 (visible), then 16 (hidden)."""
-    problem = (exercises_data.tokenize_problem(wrong, tokenizer, pairs, 64)
-               or exercises_data.tokenize_problem(wrong, tokenizer, pairs, 16))
+    """The lesson's visible test (max_length 40) catches each of them: Validate says what is wrong."""
+    problem = exercises_data.tokenize_problem(wrong, tokenizer, pairs, 40)
     assert problem is not None and says in problem, problem
 
 
@@ -169,13 +180,29 @@ def test_map_conclusion_follows_the_numbers():
 def test_padding_conclusions_follow_the_numbers():
     fractions = {"wide": 0.5, "faster": 0.1, "same": 0.1, "slower": 0.1}
     times = {"wide": [1.0, 1.0, 1.0], "faster": [0.5, 0.6, 0.7], "same": [0.9, 1.1, 1.0], "slower": [1.2, 1.3, 1.1]}
-    lines = data_preparation.padding_conclusions(fractions, times).splitlines()
+    *lines, order = data_preparation.padding_conclusions(fractions, times).splitlines()
     assert [line.split(":")[0] for line in lines] == ["faster", "same", "slower"]
     assert "10.0 % padding instead of 50.0 % (wide)" in lines[0]
     assert "less time: 0.60 x (0.50 to 0.70)" in lines[0]
     assert "no clear difference" in lines[1] and "more time" in lines[2]
+    assert order == "By time, from the longest epoch to the shortest: slower, wide, same, faster; not the order of the padding."
     table = data_preparation.padding_table(fractions, times)
     assert "50.0 %" in table and "0.60 x (0.50-0.70)" in table
+    in_order = {"wide": [1.0] * 3, "faster": [0.7] * 3, "same": [0.6] * 3, "slower": [0.5] * 3}
+    assert data_preparation.padding_conclusions(fractions, in_order).endswith("the same order as the padding.")
+
+
+@pytest.mark.parametrize("fractions", [
+    {"to max_length": 0.52, "longest": 0.71, "dynamic": 0.2, "similar": 0.1},    # the real tokens' share of some
+    {"to max_length": 0.7, "longest": 0.6, "dynamic": 0.2, "similar": 1.5},      # not a share
+    {"to max_length": 0.29, "longest": 0.35, "dynamic": 0.8, "similar": 0.93},   # the real tokens' share
+])
+def test_padding_conclusions_refuse_impossible_shares(fractions):
+    """A padding_fraction that counts something else gives shares out of the order that holds for
+    any data: the conclusions send the student back to exercise 2 instead of concluding."""
+    times = {name: [1.0, 1.0] for name in fractions}
+    conclusion = data_preparation.padding_conclusions(fractions, times)
+    assert conclusion.startswith("These shares of padding are not possible") and "exercise 2" in conclusion
 
 
 def test_epoch_times_leaves_the_weights_and_times_every_round(small_data, tokenizer):
@@ -197,31 +224,35 @@ def test_time_map_times_both_ways(small_data):
     assert set(seconds) == {"one at a time", "batched"} and min(seconds.values()) > 0
 
 
-def test_padding_strategies_of_the_lesson_rank_as_it_says(tokenizer):
-    """Lesson 0's reading: max_length pads most, then the longest in the data set, then dynamic
-    padding, and batches of similar lengths leave almost none (on the course's data)."""
+def test_padding_strategies_of_the_lesson_rank_as_on_real_data(tokenizer):
+    """Lesson 0 with its own parameters, on the course's data: max_length pads most, then the longest
+    in the data set, then dynamic padding (at most half as much: one long pair sets the longest of the
+    data set but only its own batch), then batches of similar lengths; as on real text."""
+    parameters = lesson_parameters()
     with helpers.quiet():
-        train = helpers.tokenize_data(helpers.load_data(sizes={"train": 192, "validation": 8, "test": 8}),
-                                      tokenizer, max_length=64)["train"]
-    lengths = [len(ids) for ids in train["input_ids"]]
-    dynamic = DataCollatorWithPadding(tokenizer)
+        train = helpers.tokenize_data(helpers.load_data(sizes=parameters["sizes"]), tokenizer,
+                                      max_length=parameters["max_length"])["train"]
+    longest = max(len(ids) for ids in train["input_ids"])
+    epoch = train.select(range(parameters["epoch_examples"]))
+    lengths = [len(ids) for ids in epoch["input_ids"]]
+    batch_size, dynamic = parameters["batch_size"], DataCollatorWithPadding(tokenizer)
     torch.manual_seed(0)
-    loaders = [DataLoader(train, batch_size=16, collate_fn=DataCollatorWithPadding(tokenizer, padding="max_length",
-                                                                                    max_length=length))
-               for length in (64, max(lengths))]
-    loaders += [DataLoader(train, batch_size=16, shuffle=True, collate_fn=dynamic),
-                DataLoader(train, batch_sampler=solution("l0-length-grouped-batches")(lengths, 16, 0),
+    loaders = [DataLoader(epoch, batch_size=batch_size, shuffle=True,
+                          collate_fn=DataCollatorWithPadding(tokenizer, padding="max_length", max_length=length))
+               for length in (parameters["max_length"], longest)]
+    loaders += [DataLoader(epoch, batch_size=batch_size, shuffle=True, collate_fn=dynamic),
+                DataLoader(epoch, batch_sampler=solution("l0-length-grouped-batches")(lengths, batch_size, 0),
                            collate_fn=dynamic)]
-    fractions = [solution("l0-padding-fraction")(list(loader)) for loader in loaders]
-    assert fractions == sorted(fractions, reverse=True) and fractions[0] > fractions[1] and fractions[3] < 0.02, fractions
+    to_max_length, to_longest, dynamic, similar = (solution("l0-padding-fraction")(list(loader)) for loader in loaders)
+    assert to_max_length > to_longest > dynamic > similar, (to_max_length, to_longest, dynamic, similar)
+    assert dynamic <= to_longest / 2, f"dynamic padding {dynamic:.3f}, to the longest {to_longest:.3f}"
 
 
-def test_max_length_64_is_the_most_the_small_model_takes(tokenizer):
-    """Lesson 0: "max_length tokens (here 64, the most our small model takes)"."""
-    parameters = cells()["l0-parameters"]
-    assert re.search(r"^max_length(: int)? = 64 ", parameters, re.M)
+def test_max_length_128_is_the_most_the_small_model_takes(tokenizer):
+    """Lesson 0: "max_length tokens (here 128, the most our small model takes)"."""
+    assert lesson_parameters()["max_length"] == 128
     with helpers.quiet():
-        assert helpers.load_model().config.max_position_embeddings == 64 == tokenizer.model_max_length
+        assert helpers.load_model().config.max_position_embeddings == 128 == tokenizer.model_max_length
 
 
 # ---- two processes ----

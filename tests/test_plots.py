@@ -51,7 +51,7 @@ def test_majority_class_accuracy_is_the_share_of_the_most_common_label():
     assert helpers.majority_class_accuracy([1, 0, 1, 1]) == 0.75
     assert helpers.majority_class_accuracy([0, 0, 1]) == pytest.approx(2 / 3), "label 0 can be the majority"
     data = helpers.load_data(sizes={"train": 8, "validation": 300, "test": 8})
-    assert helpers.majority_class_accuracy(data["validation"]["label"]) == 0.65, "lesson 1's validation pairs"
+    assert helpers.majority_class_accuracy(data["validation"]["label"]) == pytest.approx(199 / 300), "lesson 1's validation pairs"
     with pytest.raises(ValueError, match="no labels"):
         helpers.majority_class_accuracy([])
 
@@ -186,3 +186,14 @@ def test_each_measurement_table_names_the_device_of_every_row():
         header, *lines = make([{**row, "device": device} for row, device in zip(rows, ("cuda", "cpu"))]).splitlines()
         assert header.split()[1] == "device"
         assert [line.split()[1] for line in lines] == ["cuda", "cpu"]
+
+
+def test_the_accuracy_before_training_is_explained_beside_the_majority_class():
+    """Lesson 1: an accuracy of 0.003 before training, far below always giving one answer, is the
+    random new head naming the encoder's two kinds of pairs the wrong way round: said where it is printed."""
+    metrics = {"loss": 0.8, "accuracy": 0.003, "f1": 0.007}
+    first, why = helpers.epoch_summary(0, metrics, majority_class=0.68).splitlines()
+    assert first == helpers.epoch_summary(0, metrics), "the line itself is the same"
+    assert "0.680" in why and "0.320" in why and "wrong way round" in why
+    near = helpers.epoch_summary(0, {**metrics, "accuracy": 0.61}, majority_class=0.68)
+    assert "wrong way round" not in near and "still random" in near

@@ -130,3 +130,29 @@ def test_changed_facts_and_word_partners_are_labelled(tokenizer):
     assert len(lined_up) == 2 * (len(a.split()) - 1), "every word but the final '.' has a partner"
     assert fact[tokens.index("[CLS]")] == -100 and fact[tokens.index("planned")] == 0
     assert sum(f == 1 for f in fact) == 6
+
+
+def test_the_event_lines_up_after_circumstances(tokenizer):
+    """A puts circumstances before the event, B after it: the event's words still pair up, the
+    circumstances' words tell no fact and have no partner."""
+    a = "After a long trip , on Monday in Delft , Anna then gave 3 books to Budi ."
+    b = "On Monday in Delft , Anna then handed 3 books to Carla as planned , after a long trip ."
+    changed_a, changed_b = pretraining.changed_words(a, b)
+    assert [w for w, c in zip(a.split(), changed_a) if c] == ["Budi"], "'on' and 'On' are the same word"
+    assert [w for w, c in zip(b.split(), changed_b) if c] == ["Carla"]
+    encoding = tokenizer(a, b).encodings[0]
+    partner, _ = pretraining.word_targets(encoding, a, b)
+    tokens = encoding.tokens
+    lined_up = {(tokens[p], tokens[q]) for p, q in enumerate(partner) if q != -100}
+    assert {("on", "On"), ("gave", "handed"), ("Budi", "Carla"), ("Carla", "Budi")} <= lined_up
+    assert not {pair for pair in lined_up if "trip" in pair or "planned" in pair}
+    assert sum(q != -100 for q in partner) == 2 * (corpus.CORE_WORDS - 1)
+
+
+def test_pretraining_batches_hold_pairs_of_similar_lengths():
+    lengths = [3, 90, 4, 88, 5, 91, 6, 87] * 4
+    batches = list(pretraining.similar_length_batches(lengths, 4, steps=8, generator=torch.Generator().manual_seed(0)))
+    assert len(batches) == 8 and all(len(batch) == 4 for batch in batches)
+    spreads = [max(lengths[row] for row in batch) - min(lengths[row] for row in batch) for batch in batches]
+    mixed = sum(spread > 80 for spread in spreads)
+    assert mixed <= 1, f"short and long pairs together in {mixed} batches (only where the sorted rows turn long)"
