@@ -66,7 +66,8 @@ autograde: setup bwrap ## grade a class (resumes; REGRADE=1 grades all): make au
 	$(PYTHON) -m course.grade --submissions "$(SUBMISSIONS)" --out "$(OUT)" --jobs $(JOBS) $(if $(SHARD),--shard $(SHARD)) $(if $(REGRADE),--regrade)
 
 merge: setup ## combine sharded grading: make merge SHARDS="<OUT of shard 1> <OUT of shard 2> ..." OUT=<new folder>
-	$(PYTHON) -m autograde.shards --out "$(OUT)" $(SHARDS)
+	@# strip: one name per line, as $$(ls -d build/shards/*) gives them, would be one recipe line each
+	$(PYTHON) -m autograde.shards --out "$(OUT)" $(strip $(SHARDS))
 
 bench: setup ## measure speed, memory, learning and each technique into build/bench/report.md
 	$(PYTHON) -m course.bench
