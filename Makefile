@@ -41,8 +41,11 @@ run: setup ## execute every lesson (solutions/) into build/run/, then compare th
 	$(CHECK_COURSE_LANG)
 	$(PYTHON) -m course.run --compare --language $(COURSE_LANG)
 
-# apt-get update and install of $(1), quiet unless it fails: then apt's own message (a held lock, no network)
-apt_install = { log=$$(apt-get -o DPkg::Lock::Timeout=$(APT_LOCK_TIMEOUT) update -qq 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=$(APT_LOCK_TIMEOUT) install -y -qq $(1) 2>&1) || { echo "$$log" | tail -5; false; }; }
+# apt-get install of $(1), quiet unless it fails: then apt's own message (a held lock, no network).
+# It waits for dpkg's lock; the package lists are updated only when the install fails on the
+# current ones, since apt-get update does not wait for theirs (DPkg::Lock::Timeout is dpkg's)
+APT_GET = DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=$(APT_LOCK_TIMEOUT)
+apt_install = { log=$$({ $(APT_GET) install -y -qq $(1) || { $(APT_GET) update -qq && $(APT_GET) install -y -qq $(1); }; } 2>&1) || { echo "$$log" | tail -5; false; }; }
 
 # Debian's chromium for tests/test_browser.py: installed when root with apt, else the test is skipped and says how
 CHROMIUM := /usr/bin/chromium
