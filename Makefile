@@ -10,6 +10,8 @@ JOBS ?= $(shell nproc)
 SHARD ?=
 SHARDS ?=
 REGRADE ?=
+# more options of python -m autograde (--help lists them): GRADE_OPTIONS="--cell-timeout 300"
+GRADE_OPTIONS ?=
 # apt waits this long for another apt or dpkg that holds its lock (several jobs starting on one node)
 APT_LOCK_TIMEOUT ?= 300
 # The course's language: en, nl or id (helpers/language.py lists them). Not LANG: make imports the
@@ -70,8 +72,8 @@ lab: setup ## open the student notebooks in JupyterLab, with nbgrader's panels [
 release: setup ## update the catalogs (locale/), regenerate notebooks/ in en, nl and id from solutions/
 	$(PYTHON) -m course.release
 
-autograde: setup bwrap ## grade a class (resumes; REGRADE=1 grades all): make autograde SUBMISSIONS=<folder or LMS zip> [OUT=...] [JOBS=...] [SHARD=K/N]
-	$(PYTHON) -m course.grade --submissions "$(SUBMISSIONS)" --out "$(OUT)" --jobs $(JOBS) $(if $(SHARD),--shard $(SHARD)) $(if $(REGRADE),--regrade)
+autograde: setup bwrap ## grade a class (resumes; REGRADE=1 grades all): make autograde SUBMISSIONS=<folder or LMS zip> [OUT=...] [JOBS=...] [SHARD=K/N] [GRADE_OPTIONS=...]
+	$(PYTHON) -m course.grade --submissions "$(SUBMISSIONS)" --out "$(OUT)" --jobs $(JOBS) $(if $(SHARD),--shard $(SHARD)) $(if $(REGRADE),--regrade) $(GRADE_OPTIONS)
 
 merge: setup ## combine sharded grading: make merge SHARDS="<OUT of shard 1> <OUT of shard 2> ..." OUT=<new folder>
 	@# strip: one name per line, as $$(ls -d build/shards/*) gives them, would be one recipe line each
