@@ -21,10 +21,13 @@ HOLD = ("import fcntl, sys, time\nlock = open(sys.argv[1], 'w')\nfcntl.lockf(loc
         "print('locked', flush=True)\ntime.sleep(float(sys.argv[2]))")
 
 
+if os.environ.get("COURSE_REQUIRE_APT") != "1":
+    pytest.skip("the apt tests take dpkg's lock as root: .ci/run runs them (COURSE_REQUIRE_APT=1)",
+                allow_module_level=True)
+
+
 @pytest.fixture(autouse=True)
 def apt():
-    if os.environ.get("COURSE_REQUIRE_APT") != "1":
-        pytest.skip("the apt tests take dpkg's lock as root: .ci/run runs them (COURSE_REQUIRE_APT=1)")
     if os.geteuid() != 0 or not shutil.which("apt-get") or not shutil.which("bwrap"):
         pytest.fail("the apt tests need root, apt-get and bubblewrap installed")
 
