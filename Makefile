@@ -10,6 +10,10 @@ JOBS ?= $(shell nproc)
 SHARD ?=
 SHARDS ?=
 REGRADE ?=
+# more options of python -m autograde (--help lists them): GRADE_OPTIONS="--cell-timeout 300"
+GRADE_OPTIONS ?=
+# apt waits this long for another apt or dpkg that holds its lock (several jobs starting on one node)
+APT_LOCK_TIMEOUT ?= 300
 # The course's language: en, nl or id (helpers/language.py lists them). Not LANG: make imports the
 # environment, and every shell's LANG (en_US.UTF-8, C.UTF-8) would pick it.
 COURSE_LANG ?= en
@@ -39,14 +43,20 @@ run: setup ## execute every lesson (solutions/) into build/run/, then compare th
 	$(CHECK_COURSE_LANG)
 	$(PYTHON) -m course.run --compare --language $(COURSE_LANG)
 
+# apt-get install of $(1), quiet unless it fails: then apt's own message (a held lock, no network).
+# It waits for dpkg's lock; the package lists are updated only when the install fails on the
+# current ones, since apt-get update does not wait for theirs (DPkg::Lock::Timeout is dpkg's)
+APT_GET = DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=$(APT_LOCK_TIMEOUT)
+apt_install = { log=$$({ $(APT_GET) install -y -qq $(1) || { $(APT_GET) update -qq && $(APT_GET) install -y -qq $(1); }; } 2>&1) || { echo "$$log" | tail -5; false; }; }
+
 # Debian's chromium for tests/test_browser.py: installed when root with apt, else the test is skipped and says how
 CHROMIUM := /usr/bin/chromium
 $(CHROMIUM):
-	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then echo "Installing chromium (apt) for the browser test ..."; { apt-get update -qq && apt-get install -y -qq chromium; } >/dev/null 2>&1 || echo "Could not install chromium: the browser test will be skipped"; else echo "The browser test needs chromium: sudo apt-get install chromium"; fi
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then echo "Installing chromium (apt) for the browser test ..."; $(call apt_install,chromium) || echo "Could not install chromium: the browser test will be skipped"; else echo "The browser test needs chromium: sudo apt-get install chromium"; fi
 
 # bubblewrap isolates each student's kernel (make autograde, the grading tests): installed when root with apt
 bwrap:
-	@command -v bwrap >/dev/null || { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then echo "Installing bubblewrap (apt) for grading ..."; { apt-get update -qq && apt-get install -y -qq bubblewrap; } >/dev/null 2>&1 || echo "Could not install bubblewrap: grading will say what it needs"; else echo "Grading needs bubblewrap: sudo apt-get install bubblewrap"; fi; }
+	@command -v bwrap >/dev/null || { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then echo "Installing bubblewrap (apt) for grading ..."; $(call apt_install,bubblewrap) || echo "Could not install bubblewrap: grading will say what it needs"; else echo "Grading needs bubblewrap: sudo apt-get install bubblewrap"; fi; }
 
 test: setup $(CHROMIUM) bwrap ## run the test suite
 	$(PYTHON) -m pytest
@@ -62,11 +72,12 @@ lab: setup ## open the student notebooks in JupyterLab, with nbgrader's panels [
 release: setup ## update the catalogs (locale/), regenerate notebooks/ in en, nl and id from solutions/
 	$(PYTHON) -m course.release
 
-autograde: setup bwrap ## grade a class (resumes; REGRADE=1 grades all): make autograde SUBMISSIONS=<folder or LMS zip> [OUT=...] [JOBS=...] [SHARD=K/N]
-	$(PYTHON) -m course.grade --submissions "$(SUBMISSIONS)" --out "$(OUT)" --jobs $(JOBS) $(if $(SHARD),--shard $(SHARD)) $(if $(REGRADE),--regrade)
+autograde: setup bwrap ## grade a class (resumes; REGRADE=1 grades all): make autograde SUBMISSIONS=<folder or LMS zip> [OUT=...] [JOBS=...] [SHARD=K/N] [GRADE_OPTIONS=...]
+	$(PYTHON) -m course.grade --submissions "$(SUBMISSIONS)" --out "$(OUT)" --jobs $(JOBS) $(if $(SHARD),--shard $(SHARD)) $(if $(REGRADE),--regrade) $(GRADE_OPTIONS)
 
 merge: setup ## combine sharded grading: make merge SHARDS="<OUT of shard 1> <OUT of shard 2> ..." OUT=<new folder>
-	$(PYTHON) -m autograde.shards --out "$(OUT)" $(SHARDS)
+	@# strip: one name per line, as $$(ls -d build/shards/*) gives them, would be one recipe line each
+	$(PYTHON) -m autograde.shards --out "$(OUT)" $(strip $(SHARDS))
 
 bench: setup ## measure speed, memory, learning and each technique into build/bench/report.md
 	$(PYTHON) -m course.bench

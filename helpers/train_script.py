@@ -8,7 +8,8 @@
 
 `--batch-size` is per process: with P processes and N accumulation steps, an optimizer step
 learns from P * N * batch-size examples, and gives the same parameters as one process with the
-whole batch (tests/test_train_script.py). The process with rank 0 prints and saves.
+whole batch (tests/test_train_script.py). The process with rank 0 prints and saves. Several
+processes on a machine without a GPU train on the CPU, as with --cpu.
 """
 import argparse
 import os
@@ -50,6 +51,12 @@ def main(argv=None):
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     if args.path == "pytorch" and world_size > 1:
         raise SystemExit("--path pytorch trains in one process; use --path accelerate or trainer with a launcher")
+    if world_size > 1 and not args.cpu and not torch.cuda.is_available():
+        # Accelerate and the Trainer go distributed on the CPU only when told to: without --cpu
+        # each process would train alone on all the data
+        args.cpu = True
+        if int(os.environ.get("RANK", "0")) == 0:
+            print(f"No GPU: the {world_size} processes train together on the CPU (gloo), as with --cpu")
     torch.manual_seed(args.seed)
     dropout = dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0) if args.no_dropout else {}
     with quiet():
@@ -89,7 +96,10 @@ def _train_with_trainer(model, tokenizer, data, args):
     trainer.remove_callback(PrinterCallback)
     if int(os.environ.get("RANK", "0")):  # one progress bar, from rank 0
         trainer.remove_callback(ProgressCallback)
-    trainer.train()
+    result = trainer.train()
+    if int(os.environ.get("RANK", "0")) == 0:
+        print(f"{result.global_step} optimizer steps in {result.metrics['train_runtime']:.1f} s, "
+              f"train loss {result.training_loss:.4f}")
     return trainer.model
 
 
