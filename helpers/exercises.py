@@ -35,6 +35,7 @@ class CountingSGD(torch.optim.SGD):
         self.steps = 0
         self.zero_grad_calls = 0
         self.stepped_after = []   # after `watch(model)`: the batch (from 0) each step came after
+        self.zeroed_after = []    # ... and each zero_grad (-1: before the first batch)
         self._forward_calls = None
 
     def watch(self, model):
@@ -50,7 +51,14 @@ class CountingSGD(torch.optim.SGD):
 
     def zero_grad(self, set_to_none=True):
         self.zero_grad_calls += 1
+        if self._forward_calls is not None:
+            self.zeroed_after.append(len(self._forward_calls) - 1)
         return super().zero_grad(set_to_none=set_to_none)
+
+    def zeroed_within_a_group(self):
+        """The batches after which zero_grad() came without an optimizer step: the gradients of the
+        group so far were thrown away (lesson 1's habit of zeroing before every batch)."""
+        return [batch for batch in self.zeroed_after if batch >= 0 and batch not in self.stepped_after]
 
 
 @functools.lru_cache(maxsize=8)
@@ -73,17 +81,44 @@ def tiny_problem(num_examples=24, batch_size=8, seed=0, learning_rate=0.5):
 
 
 def spy_on_forward(model):
-    """Record the keyword arguments of every call of `model`; returns the list it fills."""
+    """Record the keyword arguments of every call of `model`, and the loss it returned (None without
+    labels); returns the list it fills."""
     calls = []
     forward = model.forward
 
     @functools.wraps(forward)
     def recording_forward(*args, **kwargs):
-        calls.append({"positional": len(args), "keywords": sorted(kwargs)})
-        return forward(*args, **kwargs)
+        outputs = forward(*args, **kwargs)
+        loss = getattr(outputs, "loss", None)
+        calls.append({"positional": len(args), "keywords": sorted(kwargs),
+                      "loss": None if loss is None else loss.item()})
+        return outputs
 
     model.forward = recording_forward
     return calls
+
+
+def accumulation_step_due(index, num_batches, gradient_accumulation_steps):
+    """The course's answer to lesson 3's exercise 1, for the test cells of later exercises (see
+    `course_answers`)."""
+    return (index + 1) % gradient_accumulation_steps == 0 or index + 1 == num_batches
+
+
+@contextlib.contextmanager
+def course_answers(namespace, **answers):
+    """While the block runs, `namespace` (a notebook's globals) holds the course's `answers` to earlier
+    exercises in place of the student's, so that a test grades its own exercise only: one slip in
+    exercise 1 does not cost the points of exercise 3 too. Then the student's come back."""
+    saved = {name: namespace[name] for name in answers if name in namespace}
+    namespace.update(answers)
+    try:
+        yield
+    finally:
+        for name in answers:
+            if name in saved:
+                namespace[name] = saved[name]
+            else:
+                del namespace[name]
 
 
 def forgot_attention_mask(calls):

@@ -51,7 +51,7 @@ class PretrainingSettings:
 
 
 # The one-time pre-training of the default model (docs/design.md, "Offline first, real when online").
-SETTINGS = PretrainingSettings(pairs=40_000, steps=1200, batch_size=32, learning_rate=1e-3, seed=1234)
+SETTINGS = PretrainingSettings(pairs=40_000, steps=1200, batch_size=24, learning_rate=1e-3, seed=1234)
 MASKED_SHARE = 0.15
 SAME_EVENT_SHARE = 0.5
 VERBS = {word for ways in ACTIONS for way in ways for word in way.split()}

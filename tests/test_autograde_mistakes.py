@@ -289,6 +289,8 @@ MISTAKES = {
         ("floor division drops the last group", NUM_STEPS.format(
             expression="num_batches // gradient_accumulation_steps * epochs")),
         ("one epoch only", NUM_STEPS.format(expression="math.ceil(num_batches / gradient_accumulation_steps)")),
+        ("rounded up over the whole run, not per epoch", NUM_STEPS.format(
+            expression="math.ceil(num_batches * epochs / gradient_accumulation_steps)")),
     ],
     "l3-train-one-epoch-accumulating": [
         ("loss not divided", TRAIN_3.format(body=GOOD_STEP + STEP_DUE_INLINE + "            optimizer.step()\n"
@@ -301,6 +303,12 @@ MISTAKES = {
             body="        loss = loss * len(batch['labels']) / examples_in_group[index // gradient_accumulation_steps]\n"
                  + GOOD_STEP + "        if index % gradient_accumulation_steps == 0:\n"
                  "            optimizer.step()\n            lr_scheduler.step()\n            optimizer.zero_grad()\n")),
+        ("the scaled losses returned", TRAIN_3.format(
+            body="        losses[-1] = losses[-1] * len(batch['labels']) / "
+                 "examples_in_group[index // gradient_accumulation_steps]\n"
+                 "        loss = loss * len(batch['labels']) / examples_in_group[index // gradient_accumulation_steps]\n"
+                 + GOOD_STEP + STEP_DUE_INLINE + "            optimizer.step()\n            lr_scheduler.step()\n"
+                 "            optimizer.zero_grad()\n")),
         ("divided by N, wrong for a shorter last group", TRAIN_3.format(
             body="        loss = loss / gradient_accumulation_steps\n" + GOOD_STEP +
                  STEP_DUE_INLINE + "            optimizer.step()\n            lr_scheduler.step()\n"
