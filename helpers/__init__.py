@@ -19,7 +19,7 @@ EXPORTS = {
     "corpus": ["make_paraphrase_corpus"],
     "data": ["check_data", "load_data", "make_dataloader", "tokenize_data"],
     "data_preparation": ["batches_per_process", "epoch_times", "lengths_summary", "map_conclusion", "padding_conclusions",
-                         "padding_table", "plot_padding", "process_batches_table", "time_map"],
+                         "padding_table", "plot_padded_batches", "plot_padding", "process_batches_table", "time_map"],
     "distributed": ["run_on_processes"],
     "hf_trainer": ["make_trainer"],
     "language": ["current_language", "formatted", "message", "number", "use_language"],

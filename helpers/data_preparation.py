@@ -3,6 +3,7 @@ which examples `accelerator.prepare` gives each process. (Its exercises are chec
 helpers/exercises_data.py.)
 """
 import functools
+import itertools
 import statistics
 
 import torch
@@ -145,6 +146,36 @@ def plot_padding(fractions, times):
     padding_axis.set(title=message("Padding tokens in an epoch"), xlabel=message("% of the tokens"))
     time_axis.set(title=message("Forward + backward over an epoch"), xlabel=message("seconds"))
     figure.tight_layout()
+    return in_the_language(figure)
+
+
+def plot_padded_batches(epochs):
+    """Each strategy's epoch as the model computes it: a row per pair, in the order of the batches, a
+    column per position; dark: a real token, light: padding (computed, then ignored by the mask),
+    white: no position at all (the batch is shorter). Lines separate the batches. `epochs` maps a
+    strategy (the lesson's name) to its batches."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    from .plots import in_the_language
+
+    colours = ["white", "#f4a582", "#2166ac"]  # no position, padding, a real token
+    width = max(batch["attention_mask"].shape[1] for batches in epochs.values() for batch in batches)
+    figure, axes = plt.subplots(1, len(epochs), figsize=(3.2 * len(epochs), 4.2), sharey=True, squeeze=False)
+    for axis, (name, batches) in zip(axes[0], epochs.items()):
+        masks = [torch.nn.functional.pad(batch["attention_mask"], (0, width - batch["attention_mask"].shape[1]),
+                                         value=-1) for batch in batches]
+        axis.imshow(torch.cat(masks), aspect="auto", interpolation="nearest", cmap=ListedColormap(colours),
+                    vmin=-1, vmax=1)
+        for row in itertools.accumulate(len(mask) for mask in masks[:-1]):
+            axis.axhline(row - 0.5, color="black", linewidth=0.6)
+        axis.set(title=name, xlabel=message("position (token)"))
+    axes[0][0].set_ylabel(message("pair, batch after batch"))
+    figure.legend(handles=[Patch(color=colours[2], label=message("real token")),
+                           Patch(color=colours[1], label=message("padding: computed, then ignored"))],
+                  loc="lower center", ncol=2)
+    figure.tight_layout(rect=(0, 0.08, 1, 1))
     return in_the_language(figure)
 
 

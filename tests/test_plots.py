@@ -4,6 +4,7 @@ import re
 
 import numpy as np
 import pytest
+import torch
 
 import helpers
 from helpers.plots import plot_file_sizes, readable_bytes, running_mean
@@ -97,8 +98,13 @@ SHARDING = [{"mode": mode, "processes": 2, "num_parameters": 1000, "loss": [0.7,
 
 DATA_NAMES = {"adamw", "adafactor"}  # legend entries that are names in the data, the same in every language
 PADDING = ({"to max_length": 0.5, "dynamic padding": 0.06}, {"to max_length": [1.0, 1.1], "dynamic padding": [0.5, 0.6]})
+PADDED_EPOCHS = {"to max_length": [{"attention_mask": torch.tensor([[1, 1, 0, 0], [1, 0, 0, 0]])}],
+                 "dynamic padding": [{"attention_mask": torch.tensor([[1, 1], [1, 0]])}, {"attention_mask": torch.ones(1, 3)}]}
 LESSON_PLOTS = {
     "00": lambda: helpers.plot_padding(*PADDING),
+    # the strategies' names come translated, as the lesson writes them
+    "00-batches": lambda: helpers.plot_padded_batches({helpers.message(name): batches
+                                                       for name, batches in PADDED_EPOCHS.items()}),
     "03": lambda: helpers.plot_peak_memory([8, 16, 32], [300.0, 400.0, 600.0], 32),
     "04": lambda: helpers.plot_ease_and_control({"PyTorch": (1, 3), "Trainer": (3, 1)}),
     "05": lambda: helpers.plot_checkpointing(CHECKPOINTING),
@@ -198,3 +204,11 @@ def test_the_accuracy_before_training_is_explained_beside_the_majority_class():
     for accuracy in (0.29, 0.61):  # 0.29: below the other answer's 0.32, but not far enough to say so
         near = helpers.epoch_summary(0, {**metrics, "accuracy": accuracy}, majority_class=0.68)
         assert "wrong way round" not in near and "still random" in near
+
+
+def test_padded_batches_show_every_pair_and_the_positions_a_batch_lacks():
+    """Lesson 0's picture: a row per pair, batch after batch; 1 a real token, 0 padding, -1 no position."""
+    figure = helpers.plot_padded_batches(PADDED_EPOCHS)
+    grids = [axis.get_images()[0].get_array().tolist() for axis in figure.axes if axis.get_images()]
+    assert grids == [[[1, 1, 0, 0], [1, 0, 0, 0]], [[1, 1, -1, -1], [1, 0, -1, -1], [1, 1, 1, -1]]]
+    assert [len(axis.lines) for axis in figure.axes] == [0, 1], "a line between two batches"
