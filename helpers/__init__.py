@@ -23,7 +23,7 @@ EXPORTS = {
     "distributed": ["run_on_processes"],
     "hf_trainer": ["make_trainer"],
     "language": ["current_language", "formatted", "message", "number", "use_language"],
-    "local_sgd": ["measure_local_sgd", "synchronisations_saved", "train_local_sgd"],
+    "local_sgd": ["local_sgd_time_conclusion", "measure_local_sgd", "synchronisations_saved", "train_local_sgd"],
     "memory": ["measure_peak_memory"],
     "metrics": ["classification_metrics", "compute_metrics", "majority_class_accuracy"],
     "modeling": ["count_loss_per_example", "load_model", "load_tokenizer"],
