@@ -23,7 +23,7 @@ EXPORTS = {
     "distributed": ["run_on_processes"],
     "hf_trainer": ["make_trainer"],
     "language": ["current_language", "formatted", "message", "number", "use_language"],
-    "local_sgd": ["measure_local_sgd", "synchronisations_saved", "train_local_sgd"],
+    "local_sgd": ["local_sgd_time_conclusion", "measure_local_sgd", "synchronisations_saved", "train_local_sgd"],
     "memory": ["measure_peak_memory"],
     "metrics": ["classification_metrics", "compute_metrics", "majority_class_accuracy"],
     "modeling": ["count_loss_per_example", "load_model", "load_tokenizer"],
@@ -37,7 +37,7 @@ EXPORTS = {
     "reports": ["checkpointing_table", "epoch_summary", "local_sgd_table", "optimizer_table", "precision_table",
                 "resume_table", "sharding_table"],
     "resume": ["checkpoint_bytes", "prepare_resumable", "resume_point", "train_resumable"],
-    "sharding": ["count_on_sharded_model", "loss_difference", "measure_sharding", "shard_model"],
+    "sharding": ["count_on_sharded_model", "layer_classes", "loss_difference", "measure_sharding", "shard_model"],
     "training": ["History", "evaluate", "examples_per_window", "make_scheduler", "optimizer_steps_per_epoch",
                  "train_accelerate", "train_pytorch"],
 }

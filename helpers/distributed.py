@@ -27,6 +27,7 @@ from accelerate.state import AcceleratorState, PartialState
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 
 from .checks import require_positive_int
+from .language import message
 
 # The lessons' runs take seconds, and a grader stops a cell after 120 s by default: a process
 # that hangs is stopped before that, with a message that says where it waited.
@@ -251,7 +252,7 @@ def _show_output(folder, num_processes):
         for rank in range(num_processes):
             path = folder / f"{rank}.{stream_name}"
             text = path.read_text(errors="replace") if path.exists() else ""
-            label = f"[process {rank}] " if num_processes > 1 else ""
+            label = message("[process {rank}] ", rank=rank) if num_processes > 1 else ""
             stream.writelines(f"{label}{line}\n" for line in text.splitlines())
 
 

@@ -93,14 +93,55 @@ FORMAT_SPEC = re.compile(r"(?:(?P<fill>.)?(?P<align>[<>=^]))?(?P<sign>[-+ ]?)z?(
 WRITTEN_NUMBER = re.compile(r"(?P<sign>[-+ ]?)(?P<integer>\d[\d,_]*)(?:\.(?P<fraction>\d*))?(?P<rest>[eE][-+]\d+|%)?")
 
 
+class _Written(str):
+    """A field's value that `_LocalNumbers.convert_field` already wrote (a repr with the language's numbers)."""
+
+
+def _holds_fraction(value):
+    """Whether `value` is, or a list, tuple, set or dict holds, a number with a fraction (a float)."""
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return any(_holds_fraction(item) for item in value)
+    if isinstance(value, dict):
+        return any(_holds_fraction(item) for pair in value.items() for item in pair)
+    return isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral)
+
+
 class _LocalNumbers(string.Formatter):
     """str.format whose numbers Babel writes in `language`: Python rounds (so the digits are English's), Babel
-    writes them with the language's decimal and group symbols."""
+    writes them with the language's decimal and group symbols. A float in a field's repr or str ({got!r}, a
+    list, a dict) is written so too; where the language's decimal symbol is a comma, the items of such a
+    list are separated by "; " ([0,5; 0,5], not [0,5, 0,5])."""
 
     def __init__(self, language):
         self.language = language
 
+    def convert_field(self, value, conversion):
+        if conversion in ("r", "s", None) and _holds_fraction(value) and (
+                conversion or not isinstance(value, numbers.Real)):
+            return _Written(self.written(value, top=conversion != "r"))
+        return super().convert_field(value, conversion)
+
+    def written(self, value, top=False):
+        """repr(value) (str(value) where `top`, as for the field itself without !r) with the language's numbers."""
+        if isinstance(value, (list, tuple, set, frozenset, dict)):
+            from babel.numbers import get_decimal_symbol
+            separator = "; " if _holds_fraction(value) and get_decimal_symbol(self.language) == "," else ", "
+            if isinstance(value, dict):
+                items = [f"{self.written(key)}: {self.written(item)}" for key, item in value.items()]
+                return "{" + separator.join(items) + "}"
+            items = [self.written(item) for item in value]
+            if isinstance(value, tuple):
+                return "(" + separator.join(items) + ("," if len(items) == 1 else "") + ")"
+            if isinstance(value, list):
+                return "[" + separator.join(items) + "]"
+            return ("{" + separator.join(items) + "}") if items else repr(value)
+        if isinstance(value, numbers.Real) and not isinstance(value, (bool, numbers.Integral)):
+            return self.localized(str(value))
+        return str(value) if top else repr(value)
+
     def format_field(self, value, spec):
+        if isinstance(value, _Written):
+            return format(str(value), spec)
         fields = FORMAT_SPEC.fullmatch(spec)
         if isinstance(value, bool) or not isinstance(value, numbers.Real) or not fields:
             return super().format_field(value, spec)

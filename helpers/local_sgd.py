@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 
 from .checks import require_positive_int
 from .data import make_dataloader
+from .language import message
 from .modeling import load_model
 from .quiet import quiet
 from .training import History, make_scheduler
@@ -168,3 +169,22 @@ def synchronisations_saved(rows):
     baseline = next(row["synchronisations"] for row in rows if row["local_sgd_steps"] is None)
     return {row["local_sgd_steps"]: baseline / row["synchronisations"]
             for row in rows if row["local_sgd_steps"] is not None}
+
+
+def local_sgd_time_conclusion(rows, clear=0.1):
+    """What the seconds of `measure_local_sgd` rows say, in words: each K's time against data-parallel
+    training's, and a verdict only where every K differs by more than `clear` (a share) in the same direction.
+    Each variant trained once, one after the other, so the machine's load moves the seconds too."""
+    baseline = next(row["seconds"] for row in rows if row["local_sgd_steps"] is None)
+    ratios = {row["local_sgd_steps"]: row["seconds"] / baseline for row in rows if row["local_sgd_steps"] is not None}
+    each = ", ".join(message("K={k}: {ratio:.2f}x", k=k, ratio=ratio) for k, ratio in ratios.items())
+    lines = [message("Time against data-parallel training: {each}.", each=each)]
+    if all(ratio < 1 - clear for ratio in ratios.values()):
+        lines.append(message("So local SGD was faster here at every K."))
+    elif all(ratio > 1 + clear for ratio in ratios.values()):
+        lines.append(message("So local SGD was slower here at every K."))
+    else:
+        lines.append(message("So the seconds show no clear difference here."))
+    lines.append(message("(Each variant trained once, one after the other: on a busy machine its load moves the "
+                         "seconds too.)"))
+    return "\n".join(lines)

@@ -260,7 +260,7 @@ def plot_sharding(rows):
         heights = np.array([row["bytes"][part][process] / 1e6 for _, process, row in bars])
         bytes_axis.bar(labels, heights, bottom=bottom, label=names[part])
         bottom += heights
-    bytes_axis.set(title=message("Memory per process"), ylabel=message("MB"))
+    bytes_axis.set(title=message("Kept between steps, per process"), ylabel=message("MB"))
     bytes_axis.legend(fontsize=8)
     bytes_axis.tick_params(axis="x", labelsize=8)
     for row, style in zip(rows, ("-", "--")):

@@ -6,8 +6,8 @@ stages: stage 1 the optimizer state, stage 2 the gradients too, stage 3 the para
 torch's FSDP2, `torch.distributed.fsdp.fully_shard`, shards all three: each parameter becomes a
 DTensor split along its first dimension (placement `Shard(0)`), and each process keeps its own
 piece (`to_local()`), the gradient of that piece and AdamW's moments of that piece. Before a
-module's forward (and again before its backward) its parameters are all-gathered; after its
-backward the gradients are reduce-scattered (`_fsdp_collectives.py`: `all_gather_single`,
+module's forward (and again before its backward, except the root's, which stay gathered) its
+parameters are all-gathered; after its backward the gradients are reduce-scattered (`_fsdp_collectives.py`: `all_gather_single`,
 `reduce_scatter_single`).
 
 `measure_sharding` trains the course's model both ways on the same batches and counts what each
@@ -66,12 +66,30 @@ def state_tensors(optimizer):
     return [value for state in optimizer.state.values() for value in state.values() if isinstance(value, torch.Tensor)]
 
 
-def shard_model(model):
-    """fully_shard each layer of `model` (the classes its `_no_split_modules` names: BertLayer here), then
-    the whole model, bottom-up as fully_shard asks: one all-gather per layer, the rest with the root."""
-    layer_classes = set(getattr(model, "_no_split_modules", None) or ())
+def layer_classes(model):
+    """The class names of `model`'s layers, each to be sharded on its own: those its `_no_split_modules` names
+    (BERT: BertEmbeddings and BertLayer); for a model that names none (DistilBERT, transformers 5.23), the
+    classes in its `nn.ModuleList`s (the transformer blocks: TransformerBlock) and the module that holds its
+    input embeddings (Embeddings)."""
+    named = set(getattr(model, "_no_split_modules", None) or ())
+    if named:
+        return named
+    classes = {type(layer).__name__ for module in model.modules() if isinstance(module, torch.nn.ModuleList)
+               for layer in module}
+    embeddings = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
     for module in list(model.modules())[1:]:
-        if type(module).__name__ in layer_classes:
+        if embeddings is not None and any(child is embeddings for child in module.children()):
+            classes.add(type(module).__name__)
+    return classes
+
+
+def shard_model(model):
+    """fully_shard each layer of `model` (`layer_classes`), then the whole model, bottom-up as fully_shard asks.
+    Each layer's parameters are all-gathered twice per step (before its forward and again before its
+    backward), the rest, which the root keeps, once; each group's gradients are reduce-scattered once."""
+    classes = layer_classes(model)
+    for module in list(model.modules())[1:]:
+        if type(module).__name__ in classes:
             fully_shard(module)
     fully_shard(model)
     return model

@@ -16,8 +16,8 @@ SAMPLE = ("{loss:.3f} | {weights:,} | {share:.1%} | {tiny:.3g} | {difference:+.2
           dict(loss=0.768, weights=16448, share=0.125, tiny=1.5e-07, difference=-0.25, steps=12, ratio=1.5,
                name=0.5))
 EXPECTED = {"en": "0.768 | 16,448 | 12.5% | 1.5e-07 | -0.25 | 12 |   1.50 | 0.5",
-            "nl": "0,768 | 16.448 | 12,5% | 1,5e-07 | -0,25 | 12 |   1,50 | 0.5",   # !r is code: it stays
-            "id": "0,768 | 16.448 | 12,5% | 1,5e-07 | -0,25 | 12 |   1,50 | 0.5"}
+            "nl": "0,768 | 16.448 | 12,5% | 1,5e-07 | -0,25 | 12 |   1,50 | 0,5",   # a number's repr too
+            "id": "0,768 | 16.448 | 12,5% | 1,5e-07 | -0,25 | 12 |   1,50 | 0,5"}
 
 
 def in_language(lang, make):
@@ -33,6 +33,18 @@ def in_language(lang, make):
 def test_a_message_writes_its_numbers_in_its_language(lang):
     text, values = SAMPLE
     assert in_language(lang, lambda: helpers.message(text, **values)) == EXPECTED[lang]
+
+
+@pytest.mark.parametrize("lang", ["nl", "id"])
+def test_numbers_inside_lists_and_reprs_follow_the_language(lang):
+    """"Je clipte op [0.5, 0.5]; clip op max_norm (1,0)" mixed two notations in one line: a float inside a
+    list, a dict or a {got!r} is written as the language writes it, the items then separated by "; "."""
+    text = "clipped to {norms}; max_norm ({expected:.1f}); stage 3 gave {got!r}; {counts}; {name!r}"
+    values = dict(norms=[0.5, 0.5], expected=1.0, got={"parameters": 500000.0, "gradients": 2}, counts=[1, 2],
+                  name="x")
+    assert in_language(lang, lambda: helpers.message(text, **values)) == (
+        "clipped to [0,5; 0,5]; max_norm (1,0); stage 3 gave {'parameters': 500000,0; 'gradients': 2}; [1, 2]; 'x'")
+    assert in_language("en", lambda: helpers.message(text, **values)) == text.format(**values)
 
 
 def test_english_is_exactly_str_format():

@@ -1,7 +1,16 @@
 """Sharded training on 2 CPU processes (lesson 10): FSDP2 (`fully_shard`) trains the same model as data
 parallelism (DDP), and each process holds half of the parameters, gradients and optimizer state."""
+import json
+import os
+import re
+import tempfile
+import types
+from pathlib import Path
+from unittest import mock
+
 import pytest
 import torch
+from transformers import TrainingArguments
 
 import helpers
 from helpers import sharding
@@ -92,3 +101,114 @@ def test_local_bytes_counts_a_process_pieces():
     # AdamW: two moments of each piece, and a 4-byte step per tensor in each process
     assert first["optimizer_state"]["reference"] == 2 * first["parameters"]["reference"] + 4 * 4
     assert all(parts[part]["yours"] == parts[part]["reference"] for parts in (first, second) for part in parts)
+
+
+def small_random_model(kind):
+    """A small random DistilBERT or BERT classifier, built from a config (offline)."""
+    from transformers import (BertConfig, BertForSequenceClassification, DistilBertConfig,
+                              DistilBertForSequenceClassification)
+    torch.manual_seed(0)
+    if kind == "distilbert":
+        config = DistilBertConfig(vocab_size=64, dim=16, n_layers=2, n_heads=2, hidden_dim=32,
+                                  max_position_embeddings=32, dropout=0.0, attention_dropout=0.0)
+        return DistilBertForSequenceClassification(config)
+    config = BertConfig(vocab_size=64, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=32, hidden_dropout_prob=0.0,
+                        attention_probs_dropout_prob=0.0)
+    return BertForSequenceClassification(config)
+
+
+def groups_and_collectives(kind, steps=2):
+    """In each process: shard_model on a small random model; its FSDP groups and collectives per step."""
+    from accelerate import PartialState
+    from torch.distributed.fsdp import FSDPModule
+    PartialState(cpu=True)
+    model = sharding.shard_model(small_random_model(kind))
+    groups = [name or "(root)" for name, module in model.named_modules() if isinstance(module, FSDPModule)]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    collectives = sharding.Collectives()
+    with collectives.counting_fsdp():
+        for _ in range(steps):
+            input_ids = torch.randint(0, 64, (2, 8))
+            model(input_ids=input_ids, labels=torch.tensor([0, 1])).loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+    return groups, {kind: calls / steps for kind, calls in collectives.calls.items()}
+
+
+@pytest.mark.parametrize("kind, layers", [
+    ("bert", ["bert.embeddings", "bert.encoder.layer.0", "bert.encoder.layer.1"]),
+    ("distilbert", ["distilbert.embeddings", "distilbert.transformer.layer.0", "distilbert.transformer.layer.1"]),
+])
+def test_shard_model_shards_each_layer_of_the_models_the_lessons_suggest(kind, layers):
+    """DistilBERT names no _no_split_modules (transformers 5.23): shard_model finds its layers all the same, so
+    lesson 10's cost section holds for it: 2 all-gathers per layer and step, 1 for the root, 1 reduce-scatter
+    per group."""
+    groups, per_step = helpers.run_on_processes(groups_and_collectives, kind, num_processes=2)
+    assert groups == ["(root)", *layers]
+    assert per_step == {"all-reduce": 0, "all-gather": 2 * len(layers) + 1, "reduce-scatter": len(layers) + 1}
+
+
+LESSON_10 = Path(__file__).resolve().parents[1] / "solutions" / "10_sharded_training" / "10_sharded_training.ipynb"
+
+
+def lesson_cell(cell_id):
+    return next("".join(cell["source"]) for cell in json.loads(LESSON_10.read_text())["cells"]
+                if cell.get("id") == cell_id)
+
+
+def recipe_plugin(recipe):
+    """The FullyShardedDataParallelPlugin that a recipe of lesson 10 makes, built from the lesson's own text."""
+    from accelerate.utils import FullyShardedDataParallelPlugin
+    if recipe == "Accelerate":  # the plugin of the code cell, as written there
+        written = r"^plugin = (FullyShardedDataParallelPlugin\(.*?\))[ \t]*(?:#[^\n]*)?$"  # a comment may follow
+        call = re.search(written, lesson_cell("l10-accelerate-check"), re.M | re.S)[1]
+        return eval(call, {"FullyShardedDataParallelPlugin": FullyShardedDataParallelPlugin})  # noqa: S307
+    if recipe == "policy alone":
+        return FullyShardedDataParallelPlugin(fsdp_version=2, auto_wrap_policy="transformer_based_wrap")
+    if recipe == "Trainer":  # the Trainer builds it from args.fsdp_plugin_args (transformers/trainer.py)
+        namespace = {"tempfile": tempfile, "helpers": helpers, "TrainingArguments": TrainingArguments,
+                     "print": lambda *args: None}
+        exec(lesson_cell("l10-trainer-args"), namespace)  # noqa: S102
+        return FullyShardedDataParallelPlugin(**namespace["args"].fsdp_plugin_args)
+    # the command line of the markdown: the environment accelerate launch gives the script
+    from accelerate.commands.launch import _validate_launch_command, launch_command_parser
+    from accelerate.utils.launch import prepare_multi_gpu_env
+    flags = re.search(r"`accelerate launch ([^`]*) train\.py`", lesson_cell("l10-accelerate"))[1].split()
+    with helpers.quiet():
+        args, _, _ = _validate_launch_command(launch_command_parser().parse_args([*flags, "train.py"]))
+    environment = {key: value for key, value in prepare_multi_gpu_env(args).items() if key.startswith("FSDP_")}
+    with mock.patch.dict(os.environ, environment):
+        return FullyShardedDataParallelPlugin()
+
+
+def prepare_as_accelerate_does(recipe):
+    """In each process: accelerate's fsdp2_prepare_model on the course's model with the recipe's plugin (on the
+    CPU, Accelerator(cpu=True) ignores the plugin: its prepare would make DDP); one AdamW step; the groups."""
+    from accelerate import PartialState
+    from accelerate.utils.fsdp_utils import fsdp2_prepare_model
+    from torch.distributed.fsdp import FSDPModule
+    state = PartialState(cpu=True)
+    stand_in = types.SimpleNamespace(state=types.SimpleNamespace(fsdp_plugin=recipe_plugin(recipe)),
+                                     torch_device_mesh=None, parallelism_config=None, device=torch.device("cpu"),
+                                     mixed_precision="no", is_main_process=state.is_main_process)
+    with helpers.quiet():
+        model = helpers.load_model(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+        model = fsdp2_prepare_model(stand_in, model)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    model(input_ids=torch.randint(5, 100, (2, 8)), labels=torch.tensor([0, 1])).loss.backward()
+    optimizer.step()
+    return [name or "(root)" for name, module in model.named_modules() if isinstance(module, FSDPModule)]
+
+
+@pytest.mark.parametrize("recipe", ["Accelerate", "command line", "Trainer"])
+def test_every_recipe_of_lesson_10_shards_the_course_model_on_two_processes(recipe):
+    groups = helpers.run_on_processes(prepare_as_accelerate_does, recipe, num_processes=2)
+    assert {"bert.encoder.layer.0", "bert.encoder.layer.1", "(root)"} <= set(groups), groups
+
+
+def test_the_policy_alone_fails_on_bert_as_lesson_10_says():
+    """accelerate 1.15 shards the input embeddings on their own, after BERT's _no_split_modules wrapped
+    BertEmbeddings, which holds them: a TypeError (the lesson says so; when this fails, it must change)."""
+    with pytest.raises(TypeError, match="Invariant"):
+        helpers.run_on_processes(prepare_as_accelerate_does, "policy alone", num_processes=2)
