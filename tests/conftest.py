@@ -8,6 +8,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # on a busy machine two OpenMP threads that spin-wait for each other crawl (see course/run.py)
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+import ctypes  # noqa: E402
 import resource  # noqa: E402
 import shutil  # noqa: E402
 import time  # noqa: E402
@@ -93,19 +94,20 @@ def pytest_terminal_summary(terminalreporter):
 
 def session_cpu_seconds():
     """(user, system) CPU seconds of this process and its descendants: the ones it waited for
-    (getrusage), and those still alive (a pool that ends at exit) with the ones they waited for.
-    Not /proc/stat: on a shared machine that counts the others' work too."""
+    (getrusage), and the others (a pool that ends at exit, the orphans it adopted: see below) with
+    the ones they waited for. Not /proc/stat: on a shared machine that counts the others' work too.
+    A lower bound: a kernel killed with its sandbox is waited for by nobody (course/bench/grading.py)."""
     own, reaped = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     user, system = own.ru_utime + reaped.ru_utime, own.ru_stime + reaped.ru_stime
     tick = os.sysconf("SC_CLK_TCK")
-    for fields in _live_descendants():
+    for fields in _unwaited_descendants():
         user += (fields[11] + fields[13]) / tick  # utime, cutime
         system += (fields[12] + fields[14]) / tick  # stime, cstime
     return user, system
 
 
-def _live_descendants():
-    """/proc/<pid>/stat's fields after the command (state first) of every live descendant."""
+def _unwaited_descendants():
+    """/proc/<pid>/stat's fields after the command (state first) of every descendant not waited for."""
     stats = {}
     for path in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -125,6 +127,10 @@ def _live_descendants():
 
 
 _SESSION_BEGAN = time.monotonic()
+# The session adopts its orphans (PR_SET_CHILD_SUBREAPER): a grader's forkserver, the parent of its
+# workers and their kernels, outlives the grader, and would take their CPU seconds to init. They
+# stay zombies until the session ends, so that _unwaited_descendants reads their times.
+ctypes.CDLL(None).prctl(36, 1)
 
 
 @background.job
