@@ -135,7 +135,7 @@ ctypes.CDLL(None).prctl(36, 1)
 
 @background.job
 def graded_class_job():
-    """One autograde batch of every lesson: (its folder, lesson_runs.GradedClass)."""
+    """The session's one real class, every lesson in one batch: (its folder, lesson_runs.GradedClass)."""
     lessons = lesson_runs.graded_lessons()
     assert lessons, "no lesson in solutions/ has a release in notebooks/"
     root = background.folder("autograde-lessons-")
