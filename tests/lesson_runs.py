@@ -12,7 +12,7 @@ preparation), mixing what a real class mixes:
   parameters, its test cells deleted, duplicated or moved to the end);
 - lesson 1: a partial one and one that patches the course's checking helpers;
 - lessons 1 and 2 (LANGUAGE_MISTAKES): the perfect answers in Dutch and Indonesian, and a wrong one
-  in each of the three languages (`in_language`), handed in as <student>/<lesson>/ whatever the
+  in each of the three languages (`language_submission`), handed in as <student>/<lesson>/ whatever the
   language.
 test_autograde_lessons.py reads its grades, test_release.py nbgrader's verdict on the blank notebooks
 as graded, test_autograde_mistakes.py the restructured and test_i18n_grading.py the languages' rows.
@@ -218,7 +218,7 @@ def language_student(kind, lang):
     return "perfect" if (kind, lang) == ("perfect", "en") else f"{kind}-{lang}"
 
 
-def in_language(lesson, lang, wrong):
+def language_submission(lesson, lang, wrong):
     """The released notebook of `lang` with the solutions typed in (and the lesson's mistake of
     LANGUAGE_MISTAKES, if wrong), with small parameters."""
     answers = solutions(lesson)
@@ -268,7 +268,7 @@ def grade_lessons(root, lessons):
                 if language_student(kind, lang) != "perfect":
                     # a wrong answer's score is the English one's, whatever it is (test_i18n_grading.py)
                     cases[(language_student(kind, lang), lesson)] = (
-                        in_language(lesson, lang, kind == "wrong"),
+                        language_submission(lesson, lang, kind == "wrong"),
                         sum(points(lesson).values()) if kind == "perfect" else None)
     for (student, lesson), (nb, _) in cases.items():
         folder = submissions / student / lesson  # the folder does not say the language
