@@ -5,10 +5,10 @@ subprocess that the tests only read afterwards, so it can start as soon as the s
 will be read. A job is declared as a fixture:
 
     @background.job
-    def graded_languages_job():   # no arguments; returns what the tests read
+    def graded_class_job():   # no arguments; returns what the tests read
         ...
 
-makes a session fixture `graded_languages_job` whose value is the job (`.result()` waits for what
+makes a session fixture `graded_class_job` whose value is the job (`.result()` waits for what
 the function returned, or raises what it raised). Once the tests are collected, conftest.py
 starts the jobs that a selected test uses, directly or through another fixture (`start_used`),
 one at a time, in the order they are defined, on a thread of this process; a job not started yet

@@ -5,12 +5,20 @@ test_release.py (does it pass its own tests, as nbgrader validate judges them?) 
 start in the background when the session collects a test that needs them (conftest.py), one at a
 time beside the tests, so that they use the second CPU core while most tests use one.
 
-grade_lessons(): one `python -m autograde` batch of every lesson: a perfect (the solutions put
-into the release) and a blank (the release, with the small parameters of SMALL) submission each,
-and for lesson 1 a partial one and one that patches the course's checking helpers. test_autograde_lessons.py reads its grades,
-test_release.py nbgrader's verdict on the blank notebooks as graded.
+grade_lessons(): the session's one real class, graded in one `python -m course.grade` batch (one
+preparation), mixing what a real class mixes:
+- every lesson: a perfect (the solutions put into the release), a blank (the release, with the
+  small parameters of SMALL) and a restructured perfect submission (`restructured`: small
+  parameters, its test cells deleted, duplicated or moved to the end);
+- lesson 1: a partial one and one that patches the course's checking helpers;
+- lessons 1 and 2 (LANGUAGE_MISTAKES): the perfect answers in Dutch and Indonesian, and a wrong one
+  in each of the three languages (`language_submission`), handed in as <student>/<lesson>/ whatever the
+  language.
+test_autograde_lessons.py reads its grades, test_release.py nbgrader's verdict on the blank notebooks
+as graded, test_autograde_mistakes.py the restructured and test_i18n_grading.py the languages' rows.
 """
 import atexit
+import copy
 import csv
 import os
 import re
@@ -25,8 +33,10 @@ from pathlib import Path
 import nbformat
 
 import background
+from course import i18n
 from course.paths import NOTEBOOKS, ROOT, SOLUTIONS, lesson_notebooks
 from course.run import run_notebook
+from helpers.cache import cache_dir
 
 _runs = {}  # lesson -> Future of (seconds, error)
 _folder = []  # the executed notebooks' folder, made by the first run of the session
@@ -34,20 +44,39 @@ _folder = []  # the executed notebooks' folder, made by the first run of the ses
 
 def start_runs(lessons):
     """Start executing `lessons` in the background, one after another, in a process of their own
-    (its kernels' sockets are named after that process: see course.run.kernel_config)."""
+    (its kernels' sockets are named after that process: see course.run.kernel_config), after the
+    model's pre-training where the cache lacks it."""
     pool = background.pool(max_workers=1)
     atexit.register(pool.shutdown, cancel_futures=True)
+    if not _runs:
+        pool.submit(pretrain).add_done_callback(_note_time("pre-training of the default model"))
     for notebook in lesson_notebooks(lessons):
         if notebook.stem not in _runs:
             _runs[notebook.stem] = pool.submit(run_notebook, notebook, _executed_folder())
-            _runs[notebook.stem].add_done_callback(_note_time(notebook.stem))
+            _runs[notebook.stem].add_done_callback(_note_time(f"lesson run {notebook.stem}"))
 
 
-def _note_time(lesson):
+def pretrain():
+    """(seconds, None) of building the default tokenizer and model into the cache, in a Python that
+    then exits; None when they are there. Before the first lesson, so that a lesson's seconds
+    (test_notebooks.py's limit) are the lesson's: on a clean clone the pre-training took 211 s
+    inside lesson 0's run. The grader and the tests that need the model meanwhile wait for it
+    (helpers.cache.build_once)."""
+    if (cache_dir() / "model").is_dir():
+        return None
+    start = time.perf_counter()
+    # it dies with this process (PR_SET_PDEATHSIG), which background.stop kills when the session stops early
+    subprocess.run([sys.executable, "-c", "import ctypes, signal; ctypes.CDLL(None).prctl(1, signal.SIGKILL); "
+                    "import helpers; helpers.load_tokenizer(); helpers.load_model()"],
+                   cwd=ROOT, capture_output=True)  # a failure shows in lesson 0's run, which builds again
+    return time.perf_counter() - start, None
+
+
+def _note_time(name):
     def note(future):
-        if not future.cancelled() and future.exception() is None:
+        if not future.cancelled() and future.exception() is None and future.result() is not None:
             end = time.monotonic()
-            background.note(f"lesson run {lesson}", end - future.result()[0], end)
+            background.note(name, end - future.result()[0], end)
     return note
 
 
@@ -129,19 +158,83 @@ def small(nb, values):
     return nb
 
 
-def release_with(lesson, answers):
-    nb = nbformat.read(NOTEBOOKS / lesson / f"{lesson}.ipynb", as_version=4)
+def release_with(lesson, answers, folder=NOTEBOOKS):
+    nb = nbformat.read(folder / lesson / f"{lesson}.ipynb", as_version=4)
     for cell in nb.cells:
         if grade_id(cell) in answers:
             cell.source = answers[grade_id(cell)]
     return nb
 
 
+STRUCTURES = ["deleted", "duplicated", "moved"]
+
+
+def graded_test_cells(nb):
+    return [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")
+            and not c.metadata["nbgrader"].get("solution")]
+
+
+def structure_turn(lesson):
+    """Where the lesson starts in STRUCTURES: its place in the course, so that the lessons mix them."""
+    return list(SMALL).index(lesson)
+
+
+def restructured(nb, turn):
+    """The test cells deleted, duplicated or moved to the end: the i-th gets STRUCTURES[i + turn]."""
+    how = {id(cell): STRUCTURES[(i + turn) % len(STRUCTURES)] for i, cell in enumerate(graded_test_cells(nb))}
+    cells, moved = [], []
+    for cell in nb.cells:
+        change = how.get(id(cell))
+        if change == "moved":
+            moved.append(cell)
+        elif change != "deleted":
+            cells.append(cell)
+        if change == "duplicated":
+            cells.append(_twin(cell))
+    nb.cells = cells + moved
+    return nb
+
+
+def _twin(cell):
+    twin = copy.deepcopy(cell)
+    twin["id"] = f"{cell.get('id', 'cell')}-copy"
+    return twin
+
+
+LANGUAGES = ("en", *i18n.LANGUAGES)
+# lesson: (exercise, the mistake: (solution line, its wrong version), test cell, English message, its values)
+LANGUAGE_MISTAKES = {
+    "01_basic_loop": ("l1-train-one-epoch", ("        lr_scheduler.step()\n", ""), "l1-test-train-one-epoch",
+                      "The scheduler stepped {last_epoch} times; it should step once per batch, 3 times.",
+                      {"last_epoch": 0}),
+    "02_accelerator": ("l2-prepare-for-training", ("device_placement=True, cpu=cpu)", "device_placement=True)"),
+                       "l2-test-prepare-for-training", "Pass cpu=cpu to the Accelerator.", {}),
+}
+
+
+def language_student(kind, lang):
+    """The student of the class who handed in the lesson's `kind` ("perfect", "wrong") in `lang`:
+    the English perfect answer is the class's perfect student."""
+    return "perfect" if (kind, lang) == ("perfect", "en") else f"{kind}-{lang}"
+
+
+def language_submission(lesson, lang, wrong):
+    """The released notebook of `lang` with the solutions typed in (and the lesson's mistake of
+    LANGUAGE_MISTAKES, if wrong), with small parameters."""
+    answers = solutions(lesson)
+    if wrong:
+        exercise, (right, mistaken), *_ = LANGUAGE_MISTAKES[lesson]
+        assert right in answers[exercise], f"{lesson}: the mistake no longer applies to {exercise}"
+        answers[exercise] = answers[exercise].replace(right, mistaken)
+    notebook = release_with(lesson, answers, NOTEBOOKS if lang == "en" else NOTEBOOKS / lang)
+    return small(notebook, SMALL[lesson])  # the scores and messages do not depend on the sizes
+
+
 @dataclass
 class GradedClass:
     run: subprocess.CompletedProcess
     rows: dict       # (student, lesson) -> grades.csv row
-    expected: dict   # (student, lesson) -> the score it must get
+    expected: dict   # (student, lesson) -> the score it must get (None: not fixed)
     out: Path        # the grader's OUT folder
 
     def autograded(self, student, lesson):
@@ -154,10 +247,13 @@ def grade_lessons(root, lessons):
     submissions = Path(root) / "submissions"
     cases = {}
     for lesson in lessons:
-        cases[("perfect", lesson)] = (release_with(lesson, solutions(lesson)), sum(points(lesson).values()))
+        full = sum(points(lesson).values())
+        cases[("perfect", lesson)] = (release_with(lesson, solutions(lesson)), full)
         # small parameters: nothing answered fails as fast at any size, and the lessons' demonstrations
         # would run at full size for nothing (a student may set them so too)
         cases[("blank", lesson)] = (small(release_with(lesson, {}), SMALL[lesson]), 0.0)
+        cases[("restructured", lesson)] = (restructured(small(release_with(lesson, solutions(lesson)),
+                                                              SMALL[lesson]), structure_turn(lesson)), full)
     if FIRST in lessons:
         answers, pts = solutions(FIRST), points(FIRST)
         if {"l1-make-lr-scheduler", "l1-train-one-epoch"} <= set(answers):
@@ -166,13 +262,21 @@ def grade_lessons(root, lessons):
             cases[("tamperer", FIRST)] = (release_with(FIRST, dict(
                 answers, **{"l1-make-lr-scheduler": WRONG_SCHEDULER})),
                 sum(pts.values()) - pts["l1-test-make-lr-scheduler"])
+    for lesson in LANGUAGE_MISTAKES.keys() & set(lessons):
+        for lang in LANGUAGES:
+            for kind in ("perfect", "wrong"):
+                if language_student(kind, lang) != "perfect":
+                    # a wrong answer's score is the English one's, whatever it is (test_i18n_grading.py)
+                    cases[(language_student(kind, lang), lesson)] = (
+                        language_submission(lesson, lang, kind == "wrong"),
+                        sum(points(lesson).values()) if kind == "perfect" else None)
     for (student, lesson), (nb, _) in cases.items():
-        folder = submissions / student / lesson
+        folder = submissions / student / lesson  # the folder does not say the language
         folder.mkdir(parents=True)
         nbformat.write(nb, folder / f"{lesson}.ipynb")
     out = Path(root) / "out"
     run = background.run([sys.executable, "-m", "course.grade", "--submissions", str(submissions),
-                          "--out", str(out), "--jobs", str(os.cpu_count())], cwd=ROOT, timeout=1200)
+                          "--out", str(out), "--jobs", str(os.cpu_count())], cwd=ROOT, timeout=2400)
     rows = {}
     if run.returncode == 0:
         with open(out / "grades.csv", newline="") as f:

@@ -18,24 +18,19 @@ that the grader scores a failing test cell 0 is tested on whole graded lessons e
 
 The grading rules for structure are checked by grading: one restructured perfect submission per
 lesson, with small parameters, must keep full marks with its test cells deleted, duplicated and
-moved to the end (status "modified"; each lesson mixes the three, in turn).
+moved to the end (status "modified"; each lesson mixes the three, in turn). They are students of the
+session's graded class (lesson_runs.grade_lessons), graded in its batch.
 """
 import collections
-import copy
-import csv
 import os
 import re
-import sys
-import tempfile
-from pathlib import Path
 
 import pytest
 
 import background
 import mistake_runs
-from autograde_toy import require_sandbox
-from course.paths import ROOT
-from lesson_runs import SMALL, graded_lessons, points, release_with, small, solutions
+from lesson_runs import (SMALL, STRUCTURES, graded_lessons, graded_test_cells, points, release_with,
+                         restructured, solutions, structure_turn)
 
 pytestmark = pytest.mark.slow
 
@@ -514,7 +509,6 @@ MISTAKES = {
         ("to_local() on every tensor", local_bytes(piece="tensor = tensor.to_local()")),
     ],
 }
-STRUCTURES = ["deleted", "duplicated", "moved"]
 # COURSE_GRADED_LESSONS (names, comma-separated, as lesson_runs.graded_lessons reads it) checks only those lessons:
 # COURSE_GRADED_LESSONS=10_sharded_training pytest tests/test_autograde_mistakes.py -k 'every_mistake_fails or right_answer_passes'
 LESSONS = [lesson for lesson in SMALL if lesson in (os.environ.get("COURSE_GRADED_LESSONS") or lesson).split(",")]
@@ -527,33 +521,6 @@ def grading_cell_of(exercise):
 def catchers(exercise, mistake):
     """The test cells that must fail for `mistake` in `exercise`: its own, and any it names."""
     return [grading_cell_of(exercise), *(mistake[2] if len(mistake) > 2 else [])]
-
-
-def graded_test_cells(nb):
-    return [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")
-            and not c.metadata["nbgrader"].get("solution")]
-
-
-def restructured(nb, turn):
-    """The test cells deleted, duplicated or moved to the end: the i-th gets STRUCTURES[i + turn]."""
-    how = {id(cell): STRUCTURES[(i + turn) % len(STRUCTURES)] for i, cell in enumerate(graded_test_cells(nb))}
-    cells, moved = [], []
-    for cell in nb.cells:
-        change = how.get(id(cell))
-        if change == "moved":
-            moved.append(cell)
-        elif change != "deleted":
-            cells.append(cell)
-        if change == "duplicated":
-            cells.append(_twin(cell))
-    nb.cells = cells + moved
-    return nb
-
-
-def _twin(cell):
-    twin = copy.deepcopy(cell)
-    twin["id"] = f"{cell.get('id', 'cell')}-copy"
-    return twin
 
 
 def test_every_exercise_has_three_mistakes():
@@ -612,42 +579,19 @@ def test_the_right_answer_passes_again_after_each_mistake(checked_mistakes, less
 def test_restructure_changes_every_kind():
     """Over the lessons, every kind of change meets some test cell (a check of this file itself)."""
     seen = set()
-    for turn, lesson in enumerate(LESSONS):
+    for lesson in LESSONS:
         release = release_with(lesson, {})
         before = [cell.get("id") for cell in release.cells]
         tests = {cell.get("id") for cell in graded_test_cells(release)}
-        after = [cell.get("id").removesuffix("-copy") for cell in restructured(release_with(lesson, {}), turn).cells]
+        after = [cell.get("id").removesuffix("-copy")
+                 for cell in restructured(release_with(lesson, {}), structure_turn(lesson)).cells]
         seen |= {"deleted"} if tests - set(after) else set()
         seen |= {"duplicated"} if len(after) > len(set(after)) else set()
         seen |= {"moved"} if after[-1] in tests and after[-1] != before[-1] else set()
     assert seen == set(STRUCTURES), seen
 
 
-@background.job
-def graded_restructured_job():
-    """grades.csv's rows of one batch: each lesson's perfect answers, small parameters, restructured."""
-    import nbformat
-    with tempfile.TemporaryDirectory(prefix="autograde-restructured-") as root:
-        root = Path(root)
-        for turn, lesson in enumerate(LESSONS):
-            nb = restructured(small(release_with(lesson, solutions(lesson)), SMALL[lesson]), turn)
-            folder = root / "submissions" / "restructured" / lesson
-            folder.mkdir(parents=True)
-            nbformat.write(nb, folder / f"{lesson}.ipynb")
-        run = background.run([sys.executable, "-m", "course.grade", "--submissions", str(root / "submissions"),
-                              "--out", str(root / "out"), "--jobs", str(os.cpu_count())], cwd=ROOT, timeout=3600)
-        assert run.returncode == 0, run.stderr[-3000:]
-        with open(root / "out" / "grades.csv", newline="") as f:
-            return {r["assignment"]: r for r in csv.DictReader(f)}
-
-
-@pytest.fixture(scope="module")
-def graded_restructured(graded_restructured_job):
-    require_sandbox()
-    return graded_restructured_job.result()
-
-
 @pytest.mark.parametrize("lesson", LESSONS)
-def test_small_restructured_perfect_answers_keep_full_marks(graded_restructured, lesson):
-    row = graded_restructured[lesson]
+def test_small_restructured_perfect_answers_keep_full_marks(graded_class, lesson):
+    row = graded_class.rows[("restructured", lesson)]
     assert (float(row["score"]), row["status"]) == (sum(points(lesson).values()), "modified"), row

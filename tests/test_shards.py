@@ -1,9 +1,12 @@
 """Sharded grading: 2 shards of a toy class, merged, give the grades.csv of one run.
 
 Kernels run without the sandbox (--no-sandbox) so that the test runs as any user: the sandbox
-is tested in test_autograde.py, and sharding does not depend on it.
+is tested in test_autograde.py, and sharding does not depend on it. Grading the class three times
+is slow (`make test`); how a class is split, and the merge's refusals, are checked in `make quick`
+on OUT folders written by hand (a record, a source, a gradebook file).
 """
 import csv
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -32,6 +35,35 @@ def test_bad_shard_argument_is_refused(text):
         shards.shard_argument(text)
 
 
+def hand_made_out(folder, planned, graded, shard=None, source="toy"):
+    """An OUT folder as a grading leaves it, as far as the merge's checks read it."""
+    (folder / "source" / "toy").mkdir(parents=True)
+    (folder / "source" / "toy" / "toy.ipynb").write_text(source)
+    (folder / "gradebook.db").write_bytes(b"")
+    entries = [{"row": {"student_id": student, "assignment": "toy", "score": "6", "max_score": "6",
+                        "status": "graded", "detail": ""}, "seconds": 1.0, "fingerprint": student}
+               for student in graded]
+    resume.Record(folder, [(student, "toy") for student in planned], shard, entries).save()
+    return folder
+
+
+def test_merge_refuses_what_is_not_one_finished_split(tmp_path):
+    whole = hand_made_out(tmp_path / "whole", ["s0", "s1"], ["s0", "s1"])
+    first = hand_made_out(tmp_path / "first", ["s0"], ["s0"], (1, 2))
+    unfinished = hand_made_out(tmp_path / "unfinished", ["s1", "s2"], ["s1"], (2, 2))
+    other = hand_made_out(tmp_path / "other", ["s1"], ["s1"], (2, 2), source="changed")
+    (tmp_path / "empty").mkdir()
+    for shards_given, refusal in [
+            ([first, whole], "s0/toy was graded in two shards"),
+            ([first], "shard 2/2 not given: merge the OUT folders of all 2 shards"),
+            ([first, unfinished], "not finished, 1 of 2 submissions not graded: s2/toy. Run its grading command again"),
+            ([first, other], "graded with other sources than"),
+            ([first, tmp_path / "empty"], "not a graded OUT folder")]:
+        with pytest.raises(shards.ShardError, match=re.escape(refusal)):
+            shards.merge(shards_given, tmp_path / "merged")
+        shutil.rmtree(tmp_path / "merged", ignore_errors=True)
+
+
 @pytest.fixture(scope="module")
 def graded():
     root = Path(tempfile.mkdtemp(prefix="shards-test-"))
@@ -54,6 +86,7 @@ def read(path):
         return list(csv.DictReader(f))
 
 
+@pytest.mark.slow
 def test_two_shards_merged_give_the_grades_of_one_run(graded):
     root, runs = graded
     assert len(read(root / "shard1" / "grades.csv")) == 3
@@ -71,6 +104,7 @@ def test_two_shards_merged_give_the_grades_of_one_run(graded):
     assert report.split("## Slowest")[0] == (whole / "report.md").read_text().split("## Slowest")[0]
 
 
+@pytest.mark.slow
 def test_merged_gradebook_has_every_submission(graded):
     from nbgrader.api import Gradebook
     root, _ = graded
@@ -80,6 +114,7 @@ def test_merged_gradebook_has_every_submission(graded):
     assert scores == {"student0": 6, "student1": 4, "student2": 3, "student3": 6, "student4": 4}
 
 
+@pytest.mark.slow
 def test_progress_line_and_summary_link_the_report(graded):
     _, runs = graded
     lines = [line for line in runs["whole"].stderr.splitlines() if line.startswith("[")]
@@ -87,13 +122,14 @@ def test_progress_line_and_summary_link_the_report(graded):
     assert "Class report: " in runs["whole"].stdout and "report.html" in runs["whole"].stdout
 
 
+@pytest.mark.slow
 def test_merge_refuses_a_shard_graded_twice(graded):
     root, _ = graded
     with pytest.raises(shards.ShardError, match="graded in two shards"):
         shards.merge([root / "shard1", root / "whole"], root / "twice")
 
 
-@pytest.mark.slow  # grades again: left to `make test`
+@pytest.mark.slow
 def test_merge_refuses_an_unfinished_shard_which_its_rerun_finishes(graded, tmp_path):
     root, _ = graded
     shard = tmp_path / "shard2"
@@ -115,6 +151,7 @@ def test_merge_refuses_an_unfinished_shard_which_its_rerun_finishes(graded, tmp_
     assert (tmp_path / "merged" / "grades.csv").read_text() == (root / "whole" / "grades.csv").read_text()
 
 
+@pytest.mark.slow
 def test_merge_refuses_when_a_shard_is_not_given(graded):
     root, _ = graded
     with pytest.raises(shards.ShardError, match="shard 2/2 not given"):

@@ -1,5 +1,7 @@
 """The script form: `torchrun --nproc_per_node 2 -m helpers.train_script` on the CPU (gloo), 2 processes with
-batches of 4 and 2 accumulation steps, trains the same parameters as one process with batches of 16."""
+batches of 4 and 2 accumulation steps, trains the same parameters as one process with batches of 16 (slow:
+three Pythons import torch and train; test_equivalence.py proves the same in-process in `make quick`). The
+script's other paths and its refusal run its main() in this process: the command line is the same."""
 import os
 import socket
 import subprocess
@@ -9,6 +11,7 @@ import pytest
 import torch
 
 from course.paths import ROOT
+from helpers import train_script
 
 COMMON = ["--path", "accelerate", "--cpu", "--train-size", "96", "--no-dropout"]
 
@@ -27,6 +30,7 @@ def train(launcher, arguments, parameters_file):
     return run.stdout, torch.load(parameters_file)
 
 
+@pytest.mark.slow
 def test_two_processes_train_like_one_with_the_whole_batch(tmp_path):
     one_out, one = train([sys.executable], ["--batch-size", "16"], tmp_path / "one.pt")
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
@@ -41,15 +45,13 @@ def test_two_processes_train_like_one_with_the_whole_batch(tmp_path):
     assert difference < 5e-4, f"2 processes differ from 1 by {difference:.2e}"
 
 
-def test_pytorch_path_refuses_a_launcher(tmp_path):
-    run = subprocess.run([sys.executable, "-m", "helpers.train_script", "--path", "pytorch"], cwd=ROOT,
-                         env={**os.environ, "WORLD_SIZE": "2"}, capture_output=True, text=True)
-    assert run.returncode != 0 and "--path pytorch trains in one process" in run.stderr
+def test_pytorch_path_refuses_a_launcher(monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(SystemExit, match="--path pytorch trains in one process"):  # exit 1, the text on stderr
+        train_script.main(["--path", "pytorch"])
 
 
 @pytest.mark.parametrize("path", ["pytorch", "trainer"])
-def test_other_paths_run_in_one_process(tmp_path, path):
-    run = subprocess.run([sys.executable, "-m", "helpers.train_script", "--path", path, "--cpu", "--train-size", "32",
-                          "--output-dir", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert "validation: loss" in run.stdout
+def test_other_paths_run_in_one_process(tmp_path, path, capsys):
+    train_script.main(["--path", path, "--cpu", "--train-size", "32", "--output-dir", str(tmp_path)])
+    assert "validation: loss" in capsys.readouterr().out
