@@ -36,8 +36,7 @@ MISTAKES = {
     "l3-num-training-steps": ("math.ceil(num_batches / gradient_accumulation_steps) * epochs",
                               "num_batches * epochs"),
     "l3-train-one-epoch-accumulating": (
-        "loss = loss * len(batch[\"labels\"]) / examples_in_group[index // gradient_accumulation_steps]",
-        "pass"),
+        "loss = loss * len(batch[\"labels\"]) / examples_in_group", "pass"),
     "l3-train-with-accelerator-accumulating": (
         "Accelerator(gradient_accumulation_steps=gradient_accumulation_steps, cpu=cpu)",
         "Accelerator(cpu=cpu)"),
