@@ -70,13 +70,18 @@ def epoch_times(model, epochs, repeats=3):
     return times
 
 
+def percent(share):
+    """A share between 0 and 1 as a percentage, written as the language writes it ("51.7 %"; id: "51,7%")."""
+    return message("{percent:.1f} %", percent=100 * share)
+
+
 def padding_table(fractions, times):
     """Each strategy's padding and epoch time, against the first strategy (names: the lesson's, translated there)."""
     baseline = next(iter(times))
     rows = []
     for name, fraction in fractions.items():
         ratio, low, high = ratio_spread(times, name, baseline)
-        rows.append([name, number(100 * fraction, ".1f") + " %", number(statistics.median(times[name]), ".3f"),
+        rows.append([name, percent(fraction), number(statistics.median(times[name]), ".3f"),
                      formatted("{ratio:.2f} x ({low:.2f}-{high:.2f})", ratio=ratio, low=low, high=high)])
     return table([message("padding"), message("padding tokens"), message("epoch s"),
                   message("of the first (lowest to highest)")], rows)
@@ -94,7 +99,7 @@ def padding_conclusions(fractions, times):
         return message("These shares of padding are not possible: {shares}. Padding to max_length leaves the most "
                        "padding and batches of similar lengths the least, whatever the data: look at your "
                        "padding_fraction (exercise 2) again.",
-                       shares=", ".join(f"{name} {number(100 * share, '.1f')} %" for name, share in fractions.items()))
+                       shares=", ".join(name + " " + percent(share) for name, share in fractions.items()))
     first = names[0]
     lines = []
     for name in names[1:]:
