@@ -23,6 +23,8 @@ from unittest import mock
 import torch
 from accelerate import Accelerator
 
+from .training import accumulation_step_due
+
 
 def gradient_norm(parameters):
     """The norm of all gradients together (what clip_grad_norm_ compares with max_norm)."""
@@ -39,7 +41,7 @@ def train_accumulating_clipped(model, dataloader, optimizer, lr_scheduler, gradi
     for index, batch in enumerate(dataloader):
         batch = {key: value.to(device) for key, value in batch.items()}
         (model(**batch).loss / gradient_accumulation_steps).backward()
-        if (index + 1) % gradient_accumulation_steps == 0 or index + 1 == len(dataloader):
+        if accumulation_step_due(index, len(dataloader), gradient_accumulation_steps):
             norms.append(torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm).item())
             optimizer.step()
             lr_scheduler.step()

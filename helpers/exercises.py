@@ -24,7 +24,9 @@ from .language import message
 from .modeling import load_model, load_tokenizer
 from .quiet import quiet
 # the tools a lesson's tests compare runs with, as exercises.parameter_difference and so on
-from .training import fresh_accelerator_state, make_scheduler, parameter_difference, parameters_of  # noqa: F401
+# accumulation_step_due: the course's answer to lesson 3's exercise 1, for later tests (course_answers)
+from .training import (accumulation_step_due, fresh_accelerator_state, make_scheduler,  # noqa: F401
+                       parameter_difference, parameters_of)
 
 
 class CountingSGD(torch.optim.SGD):
@@ -96,12 +98,6 @@ def spy_on_forward(model):
 
     model.forward = recording_forward
     return calls
-
-
-def accumulation_step_due(index, num_batches, gradient_accumulation_steps):
-    """The course's answer to lesson 3's exercise 1, for the test cells of later exercises (see
-    `course_answers`)."""
-    return (index + 1) % gradient_accumulation_steps == 0 or index + 1 == num_batches
 
 
 @contextlib.contextmanager

@@ -39,6 +39,12 @@ def optimizer_steps_per_epoch(num_batches, gradient_accumulation_steps):
     return math.ceil(num_batches / gradient_accumulation_steps)
 
 
+def accumulation_step_due(index, num_batches, gradient_accumulation_steps):
+    """True when the optimizer steps after batch `index` (from 0) of `num_batches`: at the end of
+    every group of N batches, and after the last batch (a shorter last group). Lesson 3's exercise 1."""
+    return (index + 1) % gradient_accumulation_steps == 0 or index + 1 == num_batches
+
+
 def examples_per_window(num_examples, batch_size, gradient_accumulation_steps):
     """How many examples each optimizer step of an epoch learns from; the last may be fewer."""
     batch_sizes = [min(batch_size, num_examples - start) for start in range(0, num_examples, batch_size)]
@@ -114,7 +120,7 @@ def train_pytorch(model, dataloader, *, epochs=1, learning_rate=5e-4, gradient_a
                 loss = outputs.loss * len(batch["labels"]) / windows[index // n]
                 loss.backward()
                 window_loss += loss.item()
-                if (index + 1) % n == 0 or index + 1 == len(dataloader):
+                if accumulation_step_due(index, len(dataloader), n):
                     history.loss.append(window_loss)
                     history.learning_rate.append(lr_scheduler.get_last_lr()[0])
                     optimizer.step()
