@@ -51,6 +51,8 @@ LIST_ITEM = re.compile(r"^(\s*(?:[-*+]|\d+[.)])\s+)(.*)$")
 TABLE_RULE = re.compile(r"^\s*\|?[\s:|-]*-[\s:|-]*\|?\s*$")
 CODE_SPAN = re.compile(r"`[^`]+`")
 COMMENT = re.compile(r"\s*#.*$")                # a comment in a code fence (Python, shell)
+HTML_TAG = re.compile(r"</?[a-z]+[^>]*>")
+TAGS_ONLY = re.compile(r"^\s*(</?[a-z]+[^>]*>\s*)+$")  # a line of markup and no words (a hint's </details>)
 LANGUAGE_SETTING = re.compile(r'^(course_language\s*(?::\s*\w+\s*)?=\s*)"en"', re.M)  # with a type hint or not
 HIDDEN_TESTS = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS", re.S | re.M)
 
@@ -88,7 +90,7 @@ def segments(markdown):
 
     while index < len(lines):
         line = lines[index]
-        if not line.strip() or TABLE_RULE.match(line) and line.strip().startswith("|"):
+        if not line.strip() or TABLE_RULE.match(line) and line.strip().startswith("|") or TAGS_ONLY.match(line):
             parts.append(line)
             index += 1
         elif FENCE.match(line):
@@ -255,11 +257,11 @@ def placeholders(text):
 
 
 def code_spans(text):
-    """The `code` spans of markdown, with how often each occurs; a fenced block counts as its
-    code without the comments (which translators translate)."""
+    """The `code` spans and HTML tags of markdown (a hint's <details><summary>), with how often each
+    occurs; a fenced block counts as its code without the comments (which translators translate)."""
     if FENCE.match(text):
         return Counter(["\n".join(COMMENT.sub("", line) for line in text.splitlines())])
-    return Counter(CODE_SPAN.findall(text))
+    return Counter(CODE_SPAN.findall(text) + HTML_TAG.findall(CODE_SPAN.sub("", text)))
 
 
 # ---- catalogs on disk, and the merge ----------------------------------------------------------

@@ -32,6 +32,7 @@ EXPORTS = {
     "plots": ["plot_checkpointing", "plot_ease_and_control", "plot_history", "plot_local_sgd",
               "plot_mixed_precision", "plot_optimizers", "plot_peak_memory", "plot_resume",
               "plot_sharding"],
+    "predictions": ["prediction_line"],
     "precision": ["measure_mixed_precision", "train_mixed_precision"],
     "quiet": ["quiet"],
     "reports": ["checkpointing_table", "epoch_summary", "local_sgd_table", "optimizer_table", "precision_table",

@@ -38,6 +38,12 @@ x = 1  # a comment
 
 y = 2
 ```
+
+<details><summary>Hint 1: the idea</summary>
+
+A hint.
+
+</details>
 """
 
 
@@ -52,7 +58,8 @@ def test_segments_give_the_markdown_back_and_one_unit_per_paragraph():
         ("heading", "Lesson 9: Title"), ("paragraph", "A paragraph that is wrapped over two lines."),
         ("item", "an item that goes on;"), ("item", "`code` in an item."),
         ("row", "| a | b |"), ("row", "| one | two |"),
-        ("code", "```python\nx = 1  # a comment\n\ny = 2\n```")]
+        ("code", "```python\nx = 1  # a comment\n\ny = 2\n```"),
+        ("paragraph", "<details><summary>Hint 1: the idea</summary>"), ("paragraph", "A hint.")]  # no "</details>"
     for lesson in LESSONS:  # every real cell survives the round trip
         for cell in cells(i18n.ROOT / "solutions" / lesson / f"{lesson}.ipynb"):
             if cell["cell_type"] == "markdown":
@@ -132,7 +139,7 @@ def test_translations_are_complete(domain, lang):
 
 @pytest.mark.parametrize("domain,lang", CATALOGS)
 def test_translations_keep_placeholders_and_code(domain, lang):
-    """A message keeps its {fields} (with their format), a paragraph its `code` spans."""
+    """A message keeps its {fields} (with their format), a paragraph its `code` spans and HTML tags."""
     wrong = []
     for entry in i18n.load(i18n.catalog_path(domain, lang)).translated_entries():
         if domain in (i18n.HELPERS_DOMAIN, i18n.HIDDEN_DOMAIN):
