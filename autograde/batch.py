@@ -238,11 +238,13 @@ def _job(batch, submission, job_dir, slot):
 
 
 def _parameters(settings, submission):
-    """The values injected after the parameters cell: the grading profile's sizes, and the
-    language the grader chose where the notebook's is not one of the course's (collect.py)."""
+    """{name: Python source} injected after the parameters cell: what --parameters gives the
+    assignment, and the language the grader chose where the notebook's is not one of the
+    course's (collect.py)."""
+    told = settings.parameters.get(submission.assignment, {})
     if submission.language is None:
-        return settings.parameters
-    return {**settings.parameters, "course_language": submission.language}
+        return told
+    return {**told, "course_language": repr(submission.language)}
 
 
 def _grade_one(workers, job):

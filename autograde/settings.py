@@ -55,7 +55,7 @@ class GradingSettings:
     protected: tuple           # packages whose functions are restored before every test cell
     preload: tuple             # imported before student code, so their snapshot is trusted
     sandbox: bool              # False: kernels run as the grader (trusted submissions only)
-    parameters: dict           # the grading profile's sizes ({}: the lesson's own)
+    parameters: dict           # {assignment: {name: Python source}} set after its parameters cell
     # what does not
     submissions: str = run_only("")
     out: str = run_only("")
