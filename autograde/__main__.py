@@ -56,6 +56,9 @@ def parse(argv=None):
                              "folders with python -m autograde.shards)")
     parser.add_argument("--regrade", action="store_true",
                         help="grade every submission again, also those OUT holds unchanged")
+    parser.add_argument("--cache", default="",
+                        help="a model cache the kernels read: a read-only copy, whose parent folder "
+                             "they get as COURSE_CACHE (python -m course.grade gives the course's)")
     parser.add_argument("--parameters", default=None, type=_parameters_file,
                         help="a JSON file {assignment: {name: Python source}}: set after each "
                              "assignment's parameters cell, for the names that cell assigns "
