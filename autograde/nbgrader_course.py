@@ -15,7 +15,9 @@ import os
 c = get_config()  # noqa: F821
 c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
 c.GenerateFeedback.preprocessors = {preprocessors!r}
-{template}'''
+{template}# release_feedback skips (and names) a feedback folder without submission_secret.txt
+c.ExchangeFactory.release_feedback = "autograde.exchange.ReleaseFeedback"
+'''
 
 
 class CourseError(RuntimeError):
