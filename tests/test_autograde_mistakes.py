@@ -514,8 +514,8 @@ MISTAKES = {
 # The table's Validate column: the mistakes that pass every visible test (Validate says "Success!") and lose
 # their points only at grading, where hidden tests try other values. Few: a student who passes Validate
 # should have understood (at most 5 % of the mistakes).
-GRADING_ONLY = {
-}
+GRADING_ONLY = frozenset({  # (exercise, mistake name)
+})
 # COURSE_GRADED_LESSONS (names, comma-separated, as lesson_runs.graded_lessons reads it) checks only those lessons:
 # COURSE_GRADED_LESSONS=10_sharded_training pytest tests/test_autograde_mistakes.py -k 'every_mistake_fails or right_answer_passes'
 LESSONS = [lesson for lesson in SMALL if lesson in (os.environ.get("COURSE_GRADED_LESSONS") or lesson).split(",")]
