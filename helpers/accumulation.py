@@ -72,8 +72,8 @@ def plot_accumulation(step_due, num_batches, gradient_accumulation_steps):
 
 def memory_explanation(model):
     """One line on what a smaller micro-batch cannot save: the gradients and Adam's two moments, 3 numbers
-    per trained weight (in MiB), are there at any micro-batch size; only the activations shrink."""
+    per trained weight (in MiB), are there at any micro-batch size; the activations shrink."""
     fixed = sum(3 * parameter.numel() * parameter.element_size()
                 for parameter in model.parameters() if parameter.requires_grad) / 2**20
-    return message("Only the activations shrink with the micro-batch; the gradients and Adam's two moments "
+    return message("The activations shrink with the micro-batch; the gradients and Adam's two moments "
                    "({fixed:.1f} MiB: 3 numbers for each weight) stay the same at any micro-batch size.", fixed=fixed)
