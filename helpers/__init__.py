@@ -14,6 +14,7 @@ from pathlib import Path
 
 # module -> the public names it gives to `helpers`
 EXPORTS = {
+    "accumulation": ["memory_explanation", "plot_accumulation"],
     "checkpointing": ["activation_checkpointing", "gradient_difference", "measure_checkpointing",
                       "train_checkpointed"],
     "corpus": ["make_paraphrase_corpus"],

@@ -44,7 +44,8 @@ MISTAKES = {
                                "if True:  # clipped after every micro-batch"),
     "l4-compute-metrics": ("f1_score(labels, predictions, zero_division=0)",
                            "f1_score(predictions, labels, average='macro')"),
-    "l4-make-training-args": ("gradient_accumulation_steps=2", "gradient_accumulation_steps=1"),
+    "l4-make-training-args": ("gradient_accumulation_steps=effective_batch // batch_size",
+                              "gradient_accumulation_steps=2"),
 }
 KINDS = ("perfect", "partial", "wrong", "mixed")
 
