@@ -457,6 +457,9 @@ MISTAKES = {
         ("scaler.update() before scaler.step()", MIXED.format(
             body=AUTOCAST + "    scaler.scale(loss).backward()\n    scaler.update()\n    scaler.step(optimizer)\n"
                             "    optimizer.zero_grad()\n")),
+        ("optimizer.step() on the scaled gradients", MIXED.format(
+            body=AUTOCAST + "    scaler.scale(loss).backward()\n    optimizer.step()\n    scaler.update()\n"
+                            "    optimizer.zero_grad()\n")),
     ],
     "l7-clipped-mixed-precision-step": [
         ("clipped before scaler.unscale_", CLIPPED_7.format(body=CLIP + UNSCALE + STEP)),
@@ -475,6 +478,7 @@ MISTAKES = {
         ("use_cpu not passed", ARGS_7.format(arguments="bf16=True")),
         ("no mixed precision", ARGS_7.format(arguments="use_cpu=use_cpu")),
         ("use_cpu=True written in", ARGS_7.format(arguments="bf16=True, use_cpu=True")),
+        ("both bf16 and fp16", ARGS_7.format(arguments="bf16=True, fp16=True, use_cpu=use_cpu")),
     ],
     "l8-optimizer-state-bytes": [
         ("numbers counted, not bytes", STATE.format(expression=f"sum(v.numel() {TENSORS})")),
@@ -484,6 +488,8 @@ MISTAKES = {
         ("the state of the first parameter only", STATE.format(
             expression="sum(v.numel() * v.element_size() for v in next(iter(optimizer.state.values())).values() "
                        "if isinstance(v, torch.Tensor))")),
+        ("values that are not tensors counted too", STATE.format(
+            expression="sum(v.numel() * v.element_size() for state in optimizer.state.values() for v in state.values())")),
         ("two moments per weight, by the parameters", STATE.format(
             expression="sum(2 * p.numel() * p.element_size() for group in optimizer.param_groups "
                        "for p in group['params'])")),
