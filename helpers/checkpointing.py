@@ -181,3 +181,20 @@ def conclusion(rows):
             lines.append(message("The share of memory saved did not grow with the batch: {first:.0%} at batch "
                                  "{first_batch}, {last:.0%} at batch {last_batch}.", **numbers))
     return "\n".join(lines)
+
+
+def memory_explanation(row, model):
+    """What sets a floor under the memory ratio of a row of `measure_checkpointing` (trained with Adam), in one line.
+
+    Checkpointing makes only the activations fewer. The gradients and Adam's two moments are each as large as the
+    weights and all exist at the optimizer step, with or without checkpointing: the peak with it cannot be smaller.
+    """
+    mib = 2 ** 20
+    weights = sum(p.numel() * p.element_size() for p in model.parameters()) / mib
+    fixed = 3 * weights
+    return message("Checkpointing makes only the activations fewer. The gradients and Adam's two moments, {fixed:.1f} "
+                   "MiB (3 x the {weights:.1f} MiB of weights), stay as they are, so at batch {batch_size} the ratio "
+                   "cannot fall below {floor:.2f} x. Only the other {rest:.1f} MiB of the {peak:.1f} MiB peak without "
+                   "checkpointing (activations and temporaries) can shrink, and they grow with the batch.",
+                   fixed=fixed, weights=weights, batch_size=row["batch_size"], floor=fixed / row["peak_mib"],
+                   rest=row["peak_mib"] - fixed, peak=row["peak_mib"])

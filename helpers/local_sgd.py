@@ -12,7 +12,7 @@ communication hook) and the parameter averages of LocalSGD.
 """
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from accelerate import Accelerator
@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 
 from .checks import require_positive_int
 from .data import make_dataloader
-from .language import message
+from .language import message, number
 from .modeling import load_model
 from .quiet import quiet
 from .training import History, make_scheduler
@@ -35,6 +35,7 @@ class Communication:
     parameter_averages: int = 0     # LocalSGD: one per K optimizer steps, and one at the end
     bytes_sent: int = 0             # bytes of the tensors this process reduced
     synchronisations: int = 0       # optimizer steps (or ends) at which the processes exchanged data
+    average_after_steps: list = field(default_factory=list)  # LocalSGD: the steps done at each average
 
 
 def count_gradient_all_reduces(model, communication):
@@ -53,6 +54,7 @@ def count_parameter_averages(local_sgd, communication):
 
     def counting_average():
         communication.parameter_averages += 1
+        communication.average_after_steps.append(local_sgd.num_steps)
         communication.synchronisations += 1
         communication.bytes_sent += sum(p.numel() * p.element_size() for p in local_sgd.model.parameters())
         average()
@@ -142,6 +144,8 @@ def _train_each(tokenized_train, tokenizer, variants, training):
             "synchronisations": communication.synchronisations,
             "gradient_all_reduces": communication.gradient_all_reduces,
             "parameter_averages": communication.parameter_averages,
+            "average_after_steps": communication.average_after_steps,
+            "processes": accelerator.num_processes,
             "bytes_sent": communication.bytes_sent,
             "seconds": history.seconds,
             "loss": losses.tolist(),
@@ -188,3 +192,60 @@ def local_sgd_time_conclusion(rows, clear=0.1):
     lines.append(message("(Each variant trained once, one after the other: on a busy machine its load moves the "
                          "seconds too.)"))
     return "\n".join(lines)
+
+
+def plot_local_sgd_timeline(rows):
+    """Lesson 6: one timeline per run of `measure_local_sgd`, a lane per process: each optimizer step it makes, and
+    when the processes exchanged data. Data parallel: the gradients are averaged inside every step; local SGD: the
+    parameters are averaged after the steps where LocalSGD did (every K-th), and once more when the with block
+    ends (drawn after the last step). The averages are where the run recorded them."""
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    from .plots import in_the_language
+
+    colours = {"step": "#92c5de", "gradients": "#4d4d4d", "average": "#f4a582", "final": "#b2182b"}
+    figure, axes = plt.subplots(len(rows), 1, figsize=(11, 1.2 + 1.1 * len(rows)), squeeze=False)
+    for axis, row in zip(axes[:, 0], rows):
+        steps, lanes, k = row["optimizer_steps"], range(row["processes"]), row["local_sgd_steps"]
+        for lane in lanes:
+            axis.broken_barh([(step - 0.9, 0.8) for step in range(1, steps + 1)], (lane - 0.3, 0.6),
+                             facecolors=colours["step"])
+        span = dict(ymin=-0.45, ymax=row["processes"] - 0.55)
+        if k is None:
+            axis.vlines([step - 0.5 for step in range(1, steps + 1)], color=colours["gradients"], linewidth=1.2, **span)
+            axis.set_title(message("data parallel: the gradients averaged in every step ({count} times)",
+                                   count=row["synchronisations"]), loc="left", fontsize=10)
+        else:
+            *every_k, final = row["average_after_steps"]
+            axis.vlines(every_k, color=colours["average"], linewidth=3, **span)
+            axis.vlines([final + 0.5], color=colours["final"], linewidth=3, **span)
+            axis.set_title(message("local SGD, K={k}: {count} parameter averages, {every} after each K-th step and 1 "
+                                   "when the with block ends", k=k, count=len(every_k) + 1, every=len(every_k)),
+                           loc="left", fontsize=10)
+        axis.set(xlim=(0, steps + 1), ylim=(row["processes"] - 0.5, -0.5))
+        axis.set_yticks(list(lanes), [message("process {rank}", rank=lane) for lane in lanes])
+        axis.tick_params(axis="x", labelbottom=axis is axes[-1, 0])
+    axes[-1, 0].set_xlabel(message("optimizer step"))
+    axes[-1, 0].legend(handles=[
+        Patch(color=colours["step"], label=message("an optimizer step")),
+        Line2D([], [], color=colours["gradients"], label=message("gradients averaged, inside the step (data parallel)")),
+        Line2D([], [], color=colours["average"], linewidth=3, label=message("parameters averaged (local_sgd.step())")),
+        Line2D([], [], color=colours["final"], linewidth=3, label=message("parameters averaged at the end of the with block"))],
+        loc="upper center", bbox_to_anchor=(0.5, -0.45 - 0.25 / len(rows)), ncol=2, frameon=False)
+    figure.tight_layout()
+    return in_the_language(figure)
+
+
+def saving_explanation(rows, local_sgd_steps):
+    """Why local SGD with K = `local_sgd_steps` saved what it saved (rows of `measure_local_sgd`), in one line."""
+    data_parallel = next(row for row in rows if row["local_sgd_steps"] is None)
+    local = next(row for row in rows if row["local_sgd_steps"] == local_sgd_steps)
+    return message("Data-parallel training synchronised {data_parallel} times, once per optimizer step; K = {k} "
+                   "averaged {averages} times: after every {k} of the {steps} steps ({every} times), and once when "
+                   "the with block ended. So {data_parallel} / {averages} = {saved} x fewer, not {k} x.",
+                   data_parallel=data_parallel["synchronisations"], k=local_sgd_steps,
+                   averages=local["synchronisations"], steps=local["optimizer_steps"],
+                   every=local["synchronisations"] - 1,
+                   saved=number(data_parallel["synchronisations"] / local["synchronisations"], ".3g"))

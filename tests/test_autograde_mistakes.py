@@ -422,6 +422,9 @@ MISTAKES = {
             arguments="per_device_train_batch_size=8, num_train_epochs=2, activation_checkpointing=True")),
         ("a fixed output_dir", ARGS_5.format(
             output_dir="'results'", arguments=f"{GOOD_ARGS_5}, activation_checkpointing=True")),
+        ("batch_size and epochs swapped", ARGS_5.format(
+            output_dir="output_dir",
+            arguments="per_device_train_batch_size=epochs, num_train_epochs=batch_size, activation_checkpointing=True")),
     ],
     "l6-count-synchronisations": [
         ("the average at the end not counted", SYNCS.format(expression="optimizer_steps // local_sgd_steps")),
@@ -442,6 +445,9 @@ MISTAKES = {
         ("K fixed to 2", LOCAL_SGD.format(k="2", early="", sync=SYNC), [K1]),
         ("local_sgd.step() before optimizer.step()", LOCAL_SGD.format(
             k="local_sgd_steps", early=SYNC, sync=""), [K1]),
+        ("local_sgd.step() once, after the loop", LOCAL_SGD.format(k="local_sgd_steps", early="", sync="").replace(
+            "            losses.append(loss.item())\n", "            losses.append(loss.item())\n        local_sgd.step()\n"),
+         [K1]),
     ],
     "l7-mixed-precision-step": [
         ("the model converted to bfloat16", MIXED.format(

@@ -25,7 +25,8 @@ SHARED = {"model.train()", "model.eval()", "losses=[]", "forbatchindataloader", 
           "loss=outputs.loss", "losses.append(loss.item())", "losses", "optimizer.step()", "optimizer.zero_grad()",
           "lr_scheduler.step()", "accelerator.backward(loss)", "loss.backward()", "else", "try", "pass",
           "batch={key:value.to(device)forkey,valueinbatch.items()}",
-          "forindex,batchinenumerate(dataloader)"}  # the slides' accumulation loops, lesson 3's skeleton
+          "forindex,batchinenumerate(dataloader)",  # the slides' accumulation loops, lesson 3's skeleton
+          "forlayerinlayers"}  # lesson 5: plain_forward, the loop its exercise 1 starts from
 SHORTEST = 14  # a normalised line shorter than this (`total=0`, `returnbatches`) is not an answer
 NAMING = re.compile(r"^[\w.]+\(\)$")  # a call without arguments (`local_sgd.step()`) names the API the text may name
 

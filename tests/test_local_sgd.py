@@ -38,6 +38,9 @@ def test_synchronisations_counted(sgd_rows):
     # LocalSGD: no gradient all-reduce at all; an average every K steps and one when the block ends
     assert k1["gradient_all_reduces"] == k4["gradient_all_reduces"] == 0
     assert k1["synchronisations"] == STEPS + 1 and k4["synchronisations"] == STEPS // 4 + 1
+    # the steps done at each average (lesson 6's timeline draws them): every K-th, then the end of the block
+    assert k4["average_after_steps"] == [4, 8, 8] and k1["average_after_steps"] == [*range(1, STEPS + 1), STEPS]
+    assert data_parallel["average_after_steps"] == [] and data_parallel["processes"] == 2
     assert local_sgd.synchronisations_saved(list(sgd_rows.values()))[4] == STEPS / (STEPS // 4 + 1)
     assert k4["bytes_sent"] < data_parallel["bytes_sent"] / 2
 

@@ -78,7 +78,8 @@ CHECKPOINTING = [{"batch_size": size, "device": "cpu", "tokens": 128, "peak_mib"
                   "peak_mib_checkpointed": 6.0 * size, "seconds": 0.01 * size, "seconds_checkpointed": 0.013 * size,
                   "time_ratio": 1.3, "time_ratio_low": 1.2, "time_ratio_high": 1.4} for size in (8, 16)]
 LOCAL_SGD = [{"local_sgd_steps": k, "optimizer_steps": 4, "synchronisations": syncs, "bytes_sent": syncs * 1e6,
-              "loss": [0.7, 0.6, 0.5, 0.4], "seconds": 2.0} for k, syncs in ((None, 4), (2, 3))]
+              "loss": [0.7, 0.6, 0.5, 0.4], "seconds": 2.0, "average_after_steps": averages, "processes": 2}
+             for k, syncs, averages in ((None, 4, []), (2, 3, [2, 4, 4]))]
 PRECISION = [{"precision": name, "device": "cpu", "seconds": 0.1 * ratio, "time_ratio": ratio,
               "time_ratio_low": ratio - 0.1, "time_ratio_high": ratio + 0.1, "peak_mib": 100 / ratio}
              for name, ratio in (("float32", 1.0), ("bfloat16", 2.0))]
@@ -110,6 +111,7 @@ LESSON_PLOTS = {
     "04": lambda: helpers.plot_ease_and_control({"PyTorch": (1, 3), "Trainer": (3, 1)}),
     "05": lambda: helpers.plot_checkpointing(CHECKPOINTING),
     "06": lambda: helpers.plot_local_sgd(LOCAL_SGD),
+    "06-timeline": lambda: helpers.plot_local_sgd_timeline(LOCAL_SGD),
     "07": lambda: helpers.plot_mixed_precision(PRECISION),
     "08": lambda: helpers.plot_optimizers(OPTIMIZERS),
     "09": lambda: helpers.plot_resume(RESUME, CHECKPOINT, stop_after=2),
@@ -230,3 +232,15 @@ def test_accumulation_picture_marks_the_students_steps_and_the_groups_left_witho
     assert [list(line.get_xdata() - 0.95) for line in missed] == [[], [5]], "groups of 4: (4, 5) gets no step"
     assert [label.get_text() for label in axis.get_yticklabels()] == ["6 batches, groups of 2", "6 batches, groups of 4"]
     assert len(axis.patches) == 12, "a box per batch in each row"
+
+
+def test_the_local_sgd_timeline_draws_each_step_and_each_average_where_the_run_recorded_it():
+    """Lesson 6's picture: a lane per process with a box per optimizer step; data parallel exchanges inside every
+    step, local SGD after the recorded steps (K = 2: after steps 2 and 4), and once more after the last step."""
+    figure = helpers.plot_local_sgd_timeline(LOCAL_SGD)
+    data_parallel, local = figure.axes[:2]
+    assert [len(boxes.get_paths()) for boxes in data_parallel.collections[:2]] == [4, 4], "4 steps in each lane"
+    exchanges = [[segment[0][0] for segment in lines.get_segments()] for lines in local.collections[2:]]
+    assert exchanges == [[2, 4], [4.5]], "after steps 2 and 4, and the end of the with block after the last step"
+    assert [segment[0][0] for segment in data_parallel.collections[2].get_segments()] == [0.5, 1.5, 2.5, 3.5]
+    assert [label.get_text() for label in local.get_yticklabels()] == ["process 0", "process 1"]
