@@ -96,7 +96,7 @@ def _executed_folder():
 
 
 FIRST = "01_basic_loop"
-WRONG_SCHEDULER = ("import torch\n\ndef make_lr_scheduler(optimizer, num_batches, epochs):\n"
+WRONG_SCHEDULER = ("import torch\n\ndef make_lr_scheduler(optimizer, num_examples, batch_size, epochs):\n"
                    "    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)\n\n"
                    "from helpers import exercises\n"
                    "exercises.schedule_mismatch = lambda *args, **kwargs: None  # 'always right'\n")
