@@ -208,7 +208,8 @@ LANGUAGE_MISTAKES = {
                       "The scheduler stepped {last_epoch} times; it should step once per batch, 3 times.",
                       {"last_epoch": 0}),
     "02_accelerator": ("l2-prepare-for-training", ("device_placement=True, cpu=cpu)", "device_placement=True)"),
-                       "l2-test-prepare-for-training", "Pass cpu=cpu to the Accelerator.", {}),
+                       "l2-test-prepare-for-training", "prepare_for_training got cpu={cpu}, but created "
+                       "Accelerator(cpu={given}): pass cpu=cpu to the Accelerator.", {"cpu": True, "given": False}),
 }
 
 
