@@ -33,7 +33,7 @@ from .profile import InjectGradingParameters
 from .settings import IOPUB_SECONDS, KERNEL_START_SECONDS
 from .validate import check_structure, read_submission, restore_structure
 from .zygote import die_with_parent
-from . import exchange, outfolder
+from . import exchange, feedback_page, outfolder
 
 LOG_NAME = "grader.log"
 # Most telling first: the row's status is the first kind that happened; detail lists them all.
@@ -65,7 +65,7 @@ class Job:
     kernel_env: dict          # without a sandbox: added to the kernel's environment
     protected_packages: tuple
     preload: tuple
-    parameters: dict          # injected after the parameters cell: the grading profile's sizes ({}: none)
+    parameters: dict          # {name: Python source} injected after the parameters cell ({}: none)
 
 
 def run_job(job):
@@ -151,7 +151,7 @@ def _config(job, course, notebook, report, release_path):
     config.CourseDirectory.student_id = job.student
     config.CourseDirectory.notebook_id = notebook
     config.Autograde.autograde_preprocessors = [
-        InjectGradingParameters,  # the grading profile: smaller sizes for the demonstration cells
+        InjectGradingParameters,  # the sizes it is told (--parameters): smaller demonstrations
         GuardedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
         VerdictSaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
     config.Autograde.sanitize_preprocessors = [
@@ -182,6 +182,7 @@ def _feedback(job, course, log_path, events):
     config.CourseDirectory.assignment_id = job.assignment
     config.CourseDirectory.student_id = job.student
     config.GenerateFeedback.preprocessors = FEEDBACK_PREPROCESSORS
+    feedback_page.configure(config)
     config.HideHiddenTests.hidden_sources = _hidden_sources(course, job.assignment)
     redacted = job.work / "redacted.txt"
     config.HideHiddenTests.report_path = str(redacted)
