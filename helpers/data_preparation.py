@@ -124,6 +124,17 @@ def padding_conclusions(fractions, times):
     return "\n".join(lines)
 
 
+def dynamic_padding_explanation(batches):
+    """What the padding of dynamically padded `batches` comes from (the line beside a student's
+    prediction): the mean length of a pair against the mean length of its batch, its longest pair."""
+    rows = sum(len(batch["attention_mask"]) for batch in batches)
+    real = sum(int(batch["attention_mask"].sum()) for batch in batches) / rows
+    padded = sum(batch["attention_mask"].numel() for batch in batches) / rows
+    return message("Each batch is padded to its own longest pair: a pair has {real:.1f} tokens on average, the "
+                   "longest pair of its batch {padded:.1f}; the difference, {share} of the positions, is padding.",
+                   real=real, padded=padded, share=percent(1 - real / padded))
+
+
 def lengths_summary(lengths):
     """A sentence on the number of tokens of the pairs: the shortest, the median and the longest."""
     return message("The pairs have {low} to {high} tokens (median {median:g}, mean {mean:.1f}).",

@@ -96,7 +96,7 @@ def _executed_folder():
 
 
 FIRST = "01_basic_loop"
-WRONG_SCHEDULER = ("import torch\n\ndef make_lr_scheduler(optimizer, num_batches, epochs):\n"
+WRONG_SCHEDULER = ("import torch\n\ndef make_lr_scheduler(optimizer, num_examples, batch_size, epochs):\n"
                    "    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)\n\n"
                    "from helpers import exercises\n"
                    "exercises.schedule_mismatch = lambda *args, **kwargs: None  # 'always right'\n")
@@ -188,7 +188,8 @@ LANGUAGE_MISTAKES = {
                       "The scheduler stepped {last_epoch} times; it should step once per batch, 3 times.",
                       {"last_epoch": 0}),
     "02_accelerator": ("l2-prepare-for-training", ("device_placement=True, cpu=cpu)", "device_placement=True)"),
-                       "l2-test-prepare-for-training", "Pass cpu=cpu to the Accelerator.", {}),
+                       "l2-test-prepare-for-training", "prepare_for_training got cpu={cpu}, but created "
+                       "Accelerator(cpu={given}): pass cpu=cpu to the Accelerator.", {"cpu": True, "given": False}),
 }
 
 

@@ -44,18 +44,27 @@ GROUPED = "def length_grouped_batches(lengths, batch_size, seed):\n{body}    ret
 SORT = "    order = sorted(range(len(lengths)), key=lambda i: lengths[i])\n"
 CUT = "    batches = [order[start:start + batch_size] for start in range(0, len(order), batch_size)]\n"
 SHUFFLE = "    random.Random(seed).shuffle(batches)\n"
-SCHEDULER = ("def make_lr_scheduler(optimizer, num_batches, epochs):\n"
+SCHEDULER = ("import math\n\ndef make_lr_scheduler(optimizer, num_examples, batch_size, epochs):\n"
              "    num_training_steps = {steps}\n"
              "    return get_linear_schedule_with_warmup(optimizer=optimizer, "
              "num_warmup_steps={warmup}, num_training_steps=num_training_steps)\n")
 TRAIN_1 = ("def train_one_epoch(model, dataloader, optimizer, lr_scheduler, device):\n"
            "    model.train()\n    losses = []\n    for batch in dataloader:\n{body}"
            "        losses.append(loss.item())\n    return losses\n")
-PREPARE = ("def prepare_for_training(model, optimizer, dataloader, lr_scheduler, cpu=False):\n"
-           "{body}    return accelerator, model, optimizer, dataloader, lr_scheduler\n")
+PREPARE = ("def prepare_for_training(model, optimizer, dataloader, lr_scheduler, validation_loader, cpu=False):\n"
+           "    accelerator = Accelerator({arguments})\n{body}"
+           "    return accelerator, model, optimizer, dataloader, lr_scheduler, validation_loader\n")
+PREPARED = "model, optimizer, dataloader, lr_scheduler, validation_loader"
+
+
+def prepare(arguments="device_placement=True, cpu=cpu", unpacked=PREPARED, passed=PREPARED):
+    return PREPARE.format(arguments=arguments, body=f"    {unpacked} = accelerator.prepare({passed})\n")
+
+
 TRAIN_2 = ("def train_one_epoch_accelerated(accelerator, model, optimizer, dataloader, lr_scheduler):\n"
            "    model.train()\n    losses = []\n    for batch in dataloader:\n{body}"
-           "        losses.append(loss.item())\n    return losses\n")
+           "        losses.append({recorded})\n    return losses\n")
+GATHERED = "accelerator.gather(loss).mean().item()"
 STEP_DUE = ("def accumulation_step_due(index, num_batches, gradient_accumulation_steps):\n"
             "    return {expression}\n")
 NUM_STEPS = ("import math\n\ndef num_training_steps(num_batches, epochs, gradient_accumulation_steps):\n"
@@ -258,10 +267,19 @@ MISTAKES = {
             body=SORT + CUT + "    for batch in batches:\n        random.Random(seed).shuffle(batch)\n")),
     ],
     "l1-make-lr-scheduler": [
-        ("schedule sized for one epoch", SCHEDULER.format(steps="num_batches", warmup="int(num_training_steps * 0.1)")),
-        ("no warm-up", SCHEDULER.format(steps="num_batches * epochs", warmup="0")),
-        ("warm-up of 10 % of one epoch", SCHEDULER.format(steps="num_batches * epochs", warmup="int(num_batches * 0.1)")),
-        ("a constant learning rate", "def make_lr_scheduler(optimizer, num_batches, epochs):\n"
+        ("the last, shorter batch left out: // instead of math.ceil", SCHEDULER.format(
+            steps="num_examples // batch_size * epochs", warmup="int(num_training_steps * 0.1)")),
+        ("schedule sized for one epoch", SCHEDULER.format(
+            steps="math.ceil(num_examples / batch_size)", warmup="int(num_training_steps * 0.1)")),
+        ("rounded up once for the whole run, not per epoch", SCHEDULER.format(
+            steps="math.ceil(num_examples * epochs / batch_size)", warmup="int(num_training_steps * 0.1)")),
+        ("no warm-up", SCHEDULER.format(steps="math.ceil(num_examples / batch_size) * epochs", warmup="0")),
+        ("warm-up rounded, not rounded down", SCHEDULER.format(
+            steps="math.ceil(num_examples / batch_size) * epochs", warmup="round(num_training_steps * 0.1)")),
+        ("warm-up of 10 % of one epoch", SCHEDULER.format(
+            steps="math.ceil(num_examples / batch_size) * epochs",
+            warmup="int(math.ceil(num_examples / batch_size) * 0.1)")),
+        ("a constant learning rate", "def make_lr_scheduler(optimizer, num_examples, batch_size, epochs):\n"
          "    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)\n"),
     ],
     "l1-train-one-epoch": [
@@ -271,24 +289,30 @@ MISTAKES = {
             forward="model(input_ids=batch['input_ids'], labels=batch['labels'])"))),
         ("step before backward", TRAIN_1.format(body=MOVE + step_body(
             order=("zero", "forward", "step", "backward")))),
+        ("zero_grad between backward and step", TRAIN_1.format(body=MOVE + step_body(
+            order=("forward", "backward", "zero", "step")))),
     ],
     "l2-prepare-for-training": [
         ("returns the unprepared objects", PREPARE.format(
-            body="    accelerator = Accelerator(device_placement=True, cpu=cpu)\n"
-                 "    accelerator.prepare(model, optimizer, dataloader, lr_scheduler)\n")),
-        ("scheduler not prepared", PREPARE.format(
-            body="    accelerator = Accelerator(device_placement=True, cpu=cpu)\n"
-                 "    model, optimizer, dataloader = accelerator.prepare(model, optimizer, dataloader)\n")),
-        ("cpu not passed", PREPARE.format(
-            body="    accelerator = Accelerator(device_placement=True)\n"
-                 "    model, optimizer, dataloader, lr_scheduler = accelerator.prepare(\n"
-                 "        model, optimizer, dataloader, lr_scheduler)\n")),
+            arguments="device_placement=True, cpu=cpu", body=f"    accelerator.prepare({PREPARED})\n")),
+        ("scheduler not prepared", prepare(unpacked="model, optimizer, dataloader, validation_loader",
+                                           passed="model, optimizer, dataloader, validation_loader")),
+        ("cpu not passed", prepare(arguments="device_placement=True")),
+        ("the slides' four objects: the validation loader not prepared", prepare(
+            unpacked="model, optimizer, dataloader, lr_scheduler", passed="model, optimizer, dataloader, lr_scheduler")),
+        ("device_placement=False", prepare(arguments="device_placement=False, cpu=cpu")),
+        ("prepared in one order, unpacked in another", prepare(
+            passed="model, optimizer, dataloader, validation_loader, lr_scheduler")),
     ],
     "l2-train-one-epoch-accelerated": [
-        ("loss.backward() instead of accelerator.backward(loss)", TRAIN_2.format(body=step_body())),
-        ("no zero_grad", TRAIN_2.format(body=step_body(zero="", backward="accelerator.backward(loss)"))),
+        ("loss.backward() instead of accelerator.backward(loss)", TRAIN_2.format(
+            body=step_body(), recorded=GATHERED)),
+        ("no zero_grad", TRAIN_2.format(body=step_body(zero="", backward="accelerator.backward(loss)"),
+                                        recorded=GATHERED)),
         ("scheduler never steps", TRAIN_2.format(body=step_body(
-            scheduler="", backward="accelerator.backward(loss)"))),
+            scheduler="", backward="accelerator.backward(loss)"), recorded=GATHERED)),
+        ("the loss of this process only: loss.item()", TRAIN_2.format(
+            body=step_body(backward="accelerator.backward(loss)"), recorded="loss.item()")),
     ],
     "l3-accumulation-step-due": [
         ("off by one: index % N == 0", STEP_DUE.format(expression="index % gradient_accumulation_steps == 0")),
@@ -438,7 +462,7 @@ MISTAKES = {
         ("local_sgd.step() never called", LOCAL_SGD.format(k="local_sgd_steps", early="", sync=""), [K1]),
         ("K fixed to 1", LOCAL_SGD.format(k="1", early="", sync=SYNC)),
         ("no LocalSGD: plain data-parallel training", TRAIN_2.format(body=step_body(
-            backward="accelerator.backward(loss)")).replace(
+            backward="accelerator.backward(loss)"), recorded="loss.item()").replace(
             "def train_one_epoch_accelerated(accelerator, model, optimizer, dataloader, lr_scheduler):",
             "def train_one_epoch_local_sgd(accelerator, model, optimizer, dataloader, lr_scheduler, local_sgd_steps):"),
          [K1]),
