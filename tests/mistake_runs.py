@@ -4,8 +4,10 @@ check_lesson runs in a worker process of its own (one per lesson, side by side):
 notebook with small parameters, every cell, in a fresh kernel; then, for each mistake, the
 mistaken answer, each test cell that must catch it, the right answer again, and the same test cells
 once more. A test cell runs as the grader runs it: after the instructor's imports and definitions
-from the locked cells above it (autograde.execute.setups_before, what the guard re-runs), with its
-hidden tests (the solution notebook has them).
+from the locked cells above it (autograde.execute.setups_before, what the guard re-runs), first
+without its hidden tests (what the student's Validate runs: the release has none), then, where
+that passed, with them (the solution notebook has them). A cell whose visible part fails fails at
+grading too: the hidden tests are added to it, nothing is taken away.
 """
 import re
 import tempfile
@@ -16,6 +18,7 @@ from nbclient.exceptions import CellExecutionError
 from nbformat.v4 import new_code_cell
 
 from autograde.execute import setups_before
+from course.i18n import HIDDEN_TESTS
 from course.paths import SOLUTIONS
 from course.run import kernel_config
 from lesson_runs import grade_id, small
@@ -30,8 +33,9 @@ def trusted_setups(nb):
 
 def check_lesson(lesson, small_values, mistakes):
     """For each (exercise, name, mistaken source, test cells) in `mistakes`: a row (exercise, name,
-    test cell, whether it failed on the mistake, the error it raised on the right answer afterwards
-    or None). Raises if the lesson itself does not run."""
+    test cell, whether its visible part failed on the mistake (Validate), whether it failed with its
+    hidden tests (grading), the error it raised on the right answer afterwards or None). Raises if
+    the lesson itself does not run."""
     nb = small(nbformat.read(SOLUTIONS / lesson / f"{lesson}.ipynb", as_version=4), small_values)
     answers = {grade_id(c): c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")}
     tests = {grade_id(c): c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")
@@ -48,8 +52,8 @@ def check_lesson(lesson, small_values, mistakes):
                 return f"{raised.ename}: {raised.evalue}"[:300]
             return None
 
-        def test(cell):
-            return error(f"{setups[cell]}\n{tests[cell]}")
+        def test(cell, hidden=True):
+            return error(f"{setups[cell]}\n{tests[cell] if hidden else HIDDEN_TESTS.sub('', tests[cell])}")
 
         rows = []
         with client.setup_kernel():
@@ -59,7 +63,8 @@ def check_lesson(lesson, small_values, mistakes):
             for exercise, name, source, cells in mistakes:
                 problem = error(source)
                 assert problem is None, f"{exercise}: {name}: the mistake's own cell failed: {problem}"
-                failed = {cell: test(cell) is not None for cell in cells}
+                at_validate = {cell: test(cell, hidden=False) is not None for cell in cells}
+                at_grading = {cell: at_validate[cell] or test(cell) is not None for cell in cells}
                 assert error(answers[exercise]) is None
-                rows += [(exercise, name, cell, failed[cell], test(cell)) for cell in cells]
+                rows += [(exercise, name, cell, at_validate[cell], at_grading[cell], test(cell)) for cell in cells]
         return rows

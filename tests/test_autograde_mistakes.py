@@ -5,7 +5,9 @@ MISTAKES holds, per exercise, mistakes students really make (off-by-one steps, a
 in batches, a missing zero_grad, loss.backward() instead of accelerator.backward(loss), macro
 F1, a loss scaler that is not used, round instead of //, ...). A mistake is caught by its own
 exercise's test cell, and where a third element names more test cells, by those too (lesson 6's
-K = 1 test checks the LocalSGD loop again).
+K = 1 test checks the LocalSGD loop again). Four mistakes or more per exercise. The table has a
+Validate column: every mistake already fails the visible part of its test cell (what the student's
+Validate runs), except those GRADING_ONLY lists, which only the hidden tests catch (at most 5 %).
 
 The mistakes are checked in one kernel per lesson (mistake_runs.py): the lesson's solution runs once
 with small parameters (its editable parameters cell, as a student may edit it), then each mistake in
@@ -519,6 +521,11 @@ MISTAKES = {
         ("two passes over a generator: DTensors, then plain tensors", TWO_PASSES.format(first=PIECES, second=PLAIN)),
     ],
 }
+# The table's Validate column: the mistakes that pass every visible test (Validate says "Success!") and lose
+# their points only at grading, where hidden tests try other values. Few: a student who passes Validate
+# should have understood (at most 5 % of the mistakes).
+GRADING_ONLY = frozenset({  # (exercise, mistake name)
+})
 # COURSE_GRADED_LESSONS (names, comma-separated, as lesson_runs.graded_lessons reads it) checks only those lessons:
 # COURSE_GRADED_LESSONS=10_sharded_training pytest tests/test_autograde_mistakes.py -k 'every_mistake_fails or right_answer_passes'
 LESSONS = [lesson for lesson in SMALL if lesson in (os.environ.get("COURSE_GRADED_LESSONS") or lesson).split(",")]
@@ -533,8 +540,8 @@ def catchers(exercise, mistake):
     return [grading_cell_of(exercise), *(mistake[2] if len(mistake) > 2 else [])]
 
 
-def test_every_exercise_has_three_mistakes():
-    """Three mistakes or more for each exercise's test cell, and for each other test cell that names one."""
+def test_every_exercise_has_four_mistakes():
+    """Four mistakes or more for each exercise's test cell, and for each other test cell that names one."""
     assert set(LESSONS) == set(graded_lessons()), "every lesson has its mistakes"
     assert {e.split("-")[0] for e in MISTAKES} == {f"l{int(lesson[:2])}" for lesson in LESSONS}
     for lesson in LESSONS:
@@ -543,7 +550,7 @@ def test_every_exercise_has_three_mistakes():
         caught = collections.Counter(cell for exercise in exercises for mistake in MISTAKES[exercise]
                                      for cell in catchers(exercise, mistake))
         assert set(caught) <= set(points(lesson)), (lesson, caught)
-        assert all(count >= 3 for count in caught.values()), (lesson, caught)
+        assert all(count >= 4 for count in caught.values()), (lesson, caught)
 
 
 @background.job
@@ -575,13 +582,33 @@ def test_every_mistake_fails_the_test_cells_that_must_catch_it(checked_mistakes,
     expected = {(exercise, mistake[0], cell) for exercise in MISTAKES if exercise.startswith(f"l{int(lesson[:2])}-")
                 for mistake in MISTAKES[exercise] for cell in catchers(exercise, mistake)}
     assert {row[:3] for row in found} == expected, "every mistake of the lesson, each of its test cells, was tried"
-    missed = [f"{exercise}: {name}: {cell} passed" for exercise, name, cell, failed, _ in found if not failed]
+    missed = [f"{exercise}: {name}: {cell} passed" for exercise, name, cell, _, failed, _ in found if not failed]
     assert not missed, "mistakes that their test cells let through:\n" + "\n".join(missed)
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
+def test_validate_catches_every_mistake_but_those_only_grading_can(checked_mistakes, lesson):
+    """The table's Validate column: a mistake fails a visible test (Validate says so before the student
+    hands in), unless GRADING_ONLY lists it; a listed one passes every visible test (the list is true)."""
+    at_validate = collections.defaultdict(bool)
+    for exercise, name, _, visible_failed, _, _ in rows(checked_mistakes, lesson):
+        at_validate[exercise, name] |= visible_failed
+    wrong = [f"{exercise}: {name}: " + ("Validate catches it: take it out of GRADING_ONLY" if caught else
+                                        "Validate says Success: check it in a visible test, or list it in GRADING_ONLY")
+             for (exercise, name), caught in sorted(at_validate.items()) if caught == ((exercise, name) in GRADING_ONLY)]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_validate_catches_at_least_95_percent_of_the_mistakes():
+    total = sum(len(mistakes) for mistakes in MISTAKES.values())
+    known = {(exercise, mistake[0]) for exercise, mistakes in MISTAKES.items() for mistake in mistakes}
+    assert GRADING_ONLY <= known, GRADING_ONLY - known
+    assert len(GRADING_ONLY) <= 0.05 * total, f"{len(GRADING_ONLY)} of {total} mistakes pass Validate"
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
 def test_the_right_answer_passes_again_after_each_mistake(checked_mistakes, lesson):
-    broken = [f"after {exercise}: {name}: {cell}: {control}" for exercise, name, cell, _, control
+    broken = [f"after {exercise}: {name}: {cell}: {control}" for exercise, name, cell, _, _, control
               in rows(checked_mistakes, lesson) if control]
     assert not broken, "test cells that failed the right answer after a mistake:\n" + "\n".join(broken)
 
