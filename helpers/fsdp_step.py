@@ -126,7 +126,7 @@ def all_gathers_explained(row):
     layers = [name for name in row["sharded_modules"] if name]  # '' is the root, the whole model
     return message("{layers} groups sharded on their own ({names}) are all-gathered before their forward and "
                    "again before their backward; the root (the rest of the model) once, as it stays gathered "
-                   "from its forward to its backward: 2 x {layers} + 1 = {gathers} all-gathers. Every group, the "
+                   "from its forward to its backward: 2 × {layers} + 1 = {gathers} all-gathers. Every group, the "
                    "root too, reduce-scatters its gradients once: {layers} + 1 = {scatters}.",
                    layers=len(layers), names=", ".join(layers), gathers=2 * len(layers) + 1,
                    scatters=len(layers) + 1)
@@ -149,8 +149,8 @@ def communication_explained(rows):
     model_bytes = 4 * data_parallel["num_parameters"]
     gathered = sharded["bytes_per_step"]["all-gather"] / model_bytes
     scattered = sharded["bytes_per_step"]["reduce-scatter"] / model_bytes
-    return message("Sent per process and step, in model sizes (each times (P - 1) / P, for P processes): data "
-                   "parallel, 1 all-reduce of the gradients, which is a reduce-scatter and an all-gather: about 2. "
+    return message("Sent per process and step, in model sizes: data parallel, 1 all-reduce of the gradients, which "
+                   "is a reduce-scatter and an all-gather: about 2. "
                    "Fully sharded: {gathered:.2f} all-gathered + {scattered:.2f} reduce-scattered = {total:.2f}. "
                    "{total:.2f} / 2 = {ratio:.2f} times the data of data parallelism.",
                    gathered=gathered, scattered=scattered, total=gathered + scattered, ratio=(gathered + scattered) / 2)

@@ -96,7 +96,7 @@ def test_one_fsdp_step_as_lesson_10_draws_it(measured):
     assert [event for event, group in events if group == ""] == ["all-gather", "forward", "backward", "free",
                                                                  "reduce-scatter"]
     assert events[fsdp_step.backward_start(events)] == ("all-gather", layers[-1]), "the last layer first"
-    assert "2 x 3 + 1 = 7 all-gathers" in helpers.all_gathers_explained(sharded)
+    assert "2 × 3 + 1 = 7 all-gathers" in helpers.all_gathers_explained(sharded)
     assert "3 + 1 = 4." in helpers.all_gathers_explained(sharded)
 
 
