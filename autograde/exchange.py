@@ -8,15 +8,22 @@
 - submission_secret.txt: the key of the feedback's file name in the exchange
   (nbgrader.utils.notebook_hash): `nbgrader release_feedback` needs it beside the feedback. It is
   carried from submitted/ through autograded/ to feedback/, as nbgrader's own converters carry it,
-  in the grader's trusted worker (never into a kernel's sandbox).
+  in the grader's trusted worker (never into a kernel's sandbox). One that is not what nbgrader's
+  submit writes (hex; a student can edit it in the exchange before collect) is left out, and the
+  row's detail says so: that student's feedback goes by hand. nbgrader's release_feedback stops
+  at the first feedback folder without the file (FileNotFoundError), so the students after it got
+  none; OUT/nbgrader_config.py makes it ReleaseFeedback, which skips that folder and names it.
 - who saved the notebook: on the course's hub every save stamps the notebook's metadata with the hub
   user (jupyter/hub/singleuser/jupyter_server_config.py, `efficient_training.saved_by`); a
   submission whose notebook names another student is flagged in the row's detail (not scored:
   the instructor decides). A student who edits the JSON by hand can remove the stamp.
 """
+import glob
+import os
 import re
 import shutil
 
+from nbgrader.exchange.default import ExchangeReleaseFeedback
 from nbgrader.utils import parse_utc
 
 MAX_TIMESTAMP_BYTES = 100
@@ -52,7 +59,30 @@ def carry(submission, submitted):
     secret = _small_file(submission / "submission_secret.txt", MAX_SECRET_BYTES)
     if secret is not None and SECRET.match(secret):
         shutil.copyfile(submission / "submission_secret.txt", submitted / "submission_secret.txt")
+    elif (submission / "submission_secret.txt").exists() or (submission / "submission_secret.txt").is_symlink():
+        events.append(["secret", "submission_secret.txt is not the one nbgrader's submit writes: this "
+                                 "feedback is not released through the exchange; send it by hand"])
     return events
+
+
+class ReleaseFeedback(ExchangeReleaseFeedback):
+    """nbgrader's release_feedback, skipping (with a warning) each feedback folder that lacks the
+    submission_secret.txt or timestamp.txt it needs, instead of stopping there."""
+
+    def copy_files(self):
+        skipped = set()
+        for page in sorted(glob.glob(os.path.join(self.src_path, "*.html"))):
+            folder = os.path.dirname(page)
+            missing = [name for name in ("submission_secret.txt", "timestamp.txt")
+                       if not os.path.isfile(os.path.join(folder, name))]
+            if missing:
+                student = os.path.basename(os.path.dirname(folder))  # feedback/<student>/<assignment>/
+                skipped.add(student)
+                self.log.warning(f"Not releasing {page}: its folder has no {' or '.join(missing)} "
+                                 f"(grades.csv's detail for {student} says why); send it by hand")
+        excluded = {s for s in self.coursedir.student_id_exclude.split(",") if s}
+        self.coursedir.student_id_exclude = ",".join(sorted(excluded | skipped))
+        super().copy_files()
 
 
 def timestamp_for_release(submission, feedback):

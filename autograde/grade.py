@@ -33,7 +33,7 @@ from .profile import InjectGradingParameters
 from .settings import IOPUB_SECONDS, KERNEL_START_SECONDS
 from .validate import check_structure, read_submission, restore_structure
 from .zygote import die_with_parent
-from . import exchange, outfolder
+from . import exchange, feedback_page, outfolder
 
 LOG_NAME = "grader.log"
 # Most telling first: the row's status is the first kind that happened; detail lists them all.
@@ -182,6 +182,7 @@ def _feedback(job, course, log_path, events):
     config.CourseDirectory.assignment_id = job.assignment
     config.CourseDirectory.student_id = job.student
     config.GenerateFeedback.preprocessors = FEEDBACK_PREPROCESSORS
+    feedback_page.configure(config)
     config.HideHiddenTests.hidden_sources = _hidden_sources(course, job.assignment)
     redacted = job.work / "redacted.txt"
     config.HideHiddenTests.report_path = str(redacted)

@@ -9,11 +9,14 @@ from pathlib import Path
 
 OUT_CONFIG = '''\
 # Written by `python -m autograde`: this folder is an nbgrader course (gradebook, submissions,
-# autograded notebooks, feedback). Feedback generated here never shows hidden tests.
+# autograded notebooks, feedback). Feedback generated here never shows hidden tests, and names
+# each test cell by its exercise (autograde/feedback_page.py).
 import os
 c = get_config()  # noqa: F821
 c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
 c.GenerateFeedback.preprocessors = {preprocessors!r}
+{template}# release_feedback skips (and names) a feedback folder without submission_secret.txt
+c.ExchangeFactory.release_feedback = "autograde.exchange.ReleaseFeedback"
 '''
 
 
@@ -82,11 +85,14 @@ def prepare(source_root, out, assignments):
     """Copy the sources into OUT/source and (re)generate the release and the gradebook's
     assignment records with nbgrader. Raises CourseError when nbgrader refuses the sources."""
     from .feedback import FEEDBACK_PREPROCESSORS
+    from .feedback_page import TEMPLATE_SETTINGS
     ensure_venv_on_path()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     os.chmod(out, 0o700)
-    (out / "nbgrader_config.py").write_text(OUT_CONFIG.format(preprocessors=FEEDBACK_PREPROCESSORS))
+    template = "".join(f"c.HTMLExporter.{name} = {value!r}\n" for name, value in TEMPLATE_SETTINGS.items())
+    (out / "nbgrader_config.py").write_text(OUT_CONFIG.format(preprocessors=FEEDBACK_PREPROCESSORS,
+                                                              template=template))
     for assignment in assignments:
         target = out / "source" / assignment
         if target.exists():

@@ -41,6 +41,7 @@ from .paths import LOCALE, ROOT, SOLUTIONS, lessons
 LANGUAGES = TRANSLATED        # translated; English is the source (helpers/language.py lists them)
 HELPERS_DOMAIN = "helpers"
 HIDDEN_DOMAIN = "hidden-tests"  # messages of the hidden tests: read by the grader only, never released
+FEEDBACK_PAGE = ROOT / "autograde" / "feedback_page.py"  # what the grader's feedback page adds
 WRAP = 100                    # line width of the .po files
 HEADER = {"Project-Id-Version": "efficient-training-course", "MIME-Version": "1.0",
           "Content-Type": "text/plain; charset=UTF-8", "Content-Transfer-Encoding": "8bit"}
@@ -205,9 +206,9 @@ def hidden_lines(code):
 
 
 def helpers_template(source=SOLUTIONS):
-    """The template of what helpers and the lessons' code cells show a student."""
+    """The template of what helpers, the lessons' code cells and the feedback page show a student."""
     found = []
-    for path in sorted((ROOT / "helpers").glob("*.py")):
+    for path in [*sorted((ROOT / "helpers").glob("*.py")), FEEDBACK_PAGE]:
         found += [(text, path.relative_to(ROOT).as_posix()) for text, _ in _messages_in(path.read_text(), str(path))]
     for lesson in lessons(source):
         for cell in _cells(Path(source) / lesson / f"{lesson}.ipynb"):

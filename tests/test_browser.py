@@ -19,6 +19,10 @@ copies of the student release notebooks/01_basic_loop/01_basic_loop.ipynb:
   (sharded training: it starts two processes from the kernel) with its exercises answered. Run All
   must show the Indonesian markdown, the visible tests' "correct" lines in Indonesian and the plot,
   and no error.
+- hints/hints/hints.ipynb, a made-up notebook with a hint as the lessons write them (a
+  `<details><summary>Hint 1: ...</summary> ... </details>` block in markdown, tests/test_exercise_text.py):
+  JupyterLab's sanitizer keeps `details` and `summary` (they are in its allow-list), so the hint
+  shows folded and opens with a click. (The feedback page keeps it too: tests/test_feedback_page.py.)
 
 Screenshots land in build/browser/. The browser is Debian's chromium (/usr/bin/chromium, from
 apt), launched by path; Playwright never downloads one. Without it the test is skipped with
@@ -64,6 +68,13 @@ NEW_LESSON = "10_sharded_training"
 INDONESIAN_NEW_LESSON = NOTEBOOKS / "id" / NEW_LESSON / f"{NEW_LESSON}.ipynb"
 NEW_LESSON_SOLUTION = SOLUTIONS / NEW_LESSON / f"{NEW_LESSON}.ipynb"
 NEW_LESSON_CORRECT = "Correct: a process holds its own pieces of a sharded model, and all of a plain tensor."
+HINT_NOTEBOOK = {"cells": [
+    {"cell_type": "markdown", "id": "exercise", "metadata": {},
+     "source": "### Exercise 1: a made-up exercise\n\nText.\n\n<details><summary>Hint 1: the idea</summary>\n\n"
+               "Divide, then add one: `HINT-BODY`.\n\n</details>\n"},
+    {"cell_type": "code", "id": "answer", "metadata": {}, "execution_count": None, "outputs": [], "source": "1 + 1"}],
+    "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+    "nbformat": 4, "nbformat_minor": 5}
 
 
 def _need_browser():
@@ -146,7 +157,7 @@ def lab(tmp_path_factory):
     new_lesson = answered(json.loads(INDONESIAN_NEW_LESSON.read_text()), json.loads(NEW_LESSON_SOLUTION.read_text()))
     for folder, lesson, notebook in (("notebooks", LESSON, answered(student, solution)), ("fresh", LESSON, student),
                                      ("nl", LESSON, forgot_return(json.loads(DUTCH_NOTEBOOK.read_text()), solution)),
-                                     ("id", NEW_LESSON, new_lesson)):
+                                     ("id", NEW_LESSON, new_lesson), ("hints", "hints", HINT_NOTEBOOK)):
         (root / folder / lesson).mkdir(parents=True)
         (root / folder / lesson / f"{lesson}.ipynb").write_text(json.dumps(notebook, indent=1))
     settings = root / ".settings" / "@jupyterlab"
@@ -305,3 +316,14 @@ def test_an_indonesian_student_runs_the_sharding_lesson(lab, page):
     texts = notebook.locator(".jp-OutputArea-output").all_inner_texts()
     assert any(correct in text for text in texts), f"no Indonesian {correct!r} in the outputs"
     assert notebook.locator(".jp-RenderedImage img").count() >= 1, "the plot of memory per process did not appear"
+
+
+def test_a_hint_is_folded_and_opens_in_jupyterlab(lab, page):
+    open_notebook(page, lab, "hints/hints/hints.ipynb")
+    hint = page.locator(f"{NOTEBOOK} .jp-RenderedMarkdown details", has_text="Hint 1: the idea")
+    hint.wait_for(timeout=30_000)  # the sanitizer removed neither details nor summary
+    body = hint.locator("code", has_text="HINT-BODY")
+    assert not body.is_visible(), "the hint is not folded"
+    hint.locator("summary").click()
+    body.wait_for(state="visible", timeout=5_000)
+    page.screenshot(path=str(SCREENSHOTS / "hint-opened.png"))

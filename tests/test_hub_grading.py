@@ -7,7 +7,10 @@ One batch grades a toy class in nbgrader's `submitted/` layout as `nbgrader coll
 - `garbled`: the same with a timestamp.txt that is not a time (an LMS upload, a hand edit): full
   marks, status graded, a clear line in the detail, and its feedback releases too;
 - `copier`: a notebook whose hub stamp (metadata `efficient_training.saved_by`) names another
-  student: graded, and flagged in the row's detail.
+  student: graded, and flagged in the row's detail;
+- `tampered`: a submission_secret.txt edited by hand (not nbgrader's hex): graded, the row's detail
+  says its feedback goes by hand, and `nbgrader release_feedback` from OUT still releases the
+  others' (nbgrader's own stops with FileNotFoundError at that folder).
 """
 import csv
 import subprocess
@@ -25,8 +28,9 @@ from course.paths import ROOT as REPO
 
 pytestmark = pytest.mark.slow
 SECRETS = {"ontime": "ab" * 64, "garbled": "cd" * 64, "copier": "ef" * 64}
+TAMPERED_SECRET = "my own secret, edited by hand"
 TIMESTAMPS = {"ontime": "2026-12-01 14:00:00.000000 UTC", "garbled": "next tuesday, honest",
-              "copier": "2026-12-01 14:05:00.000000 UTC"}
+              "copier": "2026-12-01 14:05:00.000000 UTC", "tampered": "2026-12-01 14:06:00.000000 UTC"}
 OPTIONS = ["--cell-timeout", "10", "--timeout", "30", "--memory-mb", "2048", "--preload", "numpy",
            "--protected", "builtins", "math", "numpy", "IPython", "ipykernel"]
 
@@ -38,7 +42,7 @@ def hub_class():
     source = write_source(root / "source")
     release = released_toy(source, root / "seed")
     submitted = root / "submitted"
-    for student in ("ontime", "garbled", "copier"):
+    for student in TIMESTAMPS:
         folder = submitted / student / "toy"
         folder.mkdir(parents=True)
         notebook = answer(release, PERFECT)
@@ -46,7 +50,7 @@ def hub_class():
             notebook.metadata["efficient_training"] = {"saved_by": ["ontime", "copier"]}
         nbformat.write(notebook, folder / "toy.ipynb")
         (folder / "timestamp.txt").write_text(TIMESTAMPS[student])
-        (folder / "submission_secret.txt").write_text(SECRETS[student])
+        (folder / "submission_secret.txt").write_text(SECRETS.get(student, TAMPERED_SECRET))
     out = root / "out"
     run = subprocess.run([sys.executable, "-m", "autograde", "--submissions", str(submitted),
                           "--out", str(out), "--source", str(source), "--jobs", "2", *OPTIONS],
@@ -67,15 +71,21 @@ def test_a_malformed_timestamp_never_costs_the_grade(hub_class):
     assert "timestamp" not in rows["ontime"]["detail"], rows["ontime"]
 
 
-def test_feedback_goes_back_through_the_exchange(hub_class):
-    root, out, rows = hub_class
-    assert all(rows[s]["status"] == "graded" for s in SECRETS), rows
-    exchange = root / "exchange"
+def release_feedback(out, exchange):
+    """`nbgrader release_feedback` from OUT, as docs/hub.md gives it."""
     exchange.mkdir()
     released = subprocess.run(
         [str(Path(sys.executable).parent / "nbgrader"), "release_feedback", "toy", "--course", "toy",
          f"--Exchange.root={exchange}"], cwd=out, capture_output=True, text=True, timeout=120)
     assert released.returncode == 0, released.stdout[-2000:] + released.stderr[-3000:]
+    return released.stdout + released.stderr
+
+
+def test_feedback_goes_back_through_the_exchange(hub_class):
+    root, out, rows = hub_class
+    assert all(rows[s]["status"] == "graded" for s in SECRETS), rows
+    exchange = root / "exchange"
+    release_feedback(out, exchange)
     for student, secret in SECRETS.items():
         assert (out / "feedback" / student / "toy" / "submission_secret.txt").read_text() == secret
         page = exchange / "toy" / "feedback" / f"{notebook_hash(secret=secret, notebook_id='toy')}.html"
@@ -91,3 +101,19 @@ def test_a_notebook_saved_by_another_student_is_flagged(hub_class):
     assert (row["status"], float(row["score"])) == ("graded", 6.0), row
     assert "toy.ipynb was saved on the hub by ontime, not only by copier" in row["detail"], row
     assert "saved on the hub" not in rows["ontime"]["detail"]
+
+
+def test_a_tampered_secret_holds_back_only_its_own_feedback(hub_class):
+    root, out, rows = hub_class
+    row = rows["tampered"]
+    assert (row["status"], float(row["score"])) == ("graded", 6.0), row
+    assert ("submission_secret.txt is not the one nbgrader's submit writes: this feedback is not "
+            "released through the exchange; send it by hand") in row["detail"], row
+    assert not any("submission_secret" in rows[s]["detail"] for s in SECRETS), rows
+    assert (out / "feedback" / "tampered" / "toy" / "toy.html").is_file()
+    assert not (out / "feedback" / "tampered" / "toy" / "submission_secret.txt").exists()
+    log = release_feedback(out, root / "exchange-tampered")
+    assert "Not releasing" in log and "tampered" in log, log[-2000:]
+    released = sorted(p.name for p in (root / "exchange-tampered" / "toy" / "feedback").iterdir())
+    assert released == sorted(f"{notebook_hash(secret=secret, notebook_id='toy')}.html"
+                              for secret in SECRETS.values())
