@@ -13,13 +13,13 @@ comes from `python -m course.grade` (what `make autograde` runs), which writes i
 command with it: autograde never calls the course.
 """
 import argparse
+import json
 import os
 import sys
 
 from . import REPO
 from .collect import CollectError
 from .nbgrader_course import CourseError
-from .profile import GRADING_PARAMETERS
 from .sandbox import SandboxError
 from .settings import GradingSettings
 from .shards import shard_argument
@@ -56,15 +56,28 @@ def parse(argv=None):
                              "folders with python -m autograde.shards)")
     parser.add_argument("--regrade", action="store_true",
                         help="grade every submission again, also those OUT holds unchanged")
-    parser.add_argument("--full-size", action="store_true",
-                        help="run the demonstration cells with the lesson's own parameters, not "
-                             "the grading profile's smaller sizes (autograde/profile.py)")
+    parser.add_argument("--cache", default="",
+                        help="a model cache the kernels read: a read-only copy, whose parent folder "
+                             "they get as COURSE_CACHE (python -m course.grade gives the course's)")
+    parser.add_argument("--parameters", default=None, type=_parameters_file,
+                        help="a JSON file {assignment: {name: Python source}}: set after each "
+                             "assignment's parameters cell, for the names that cell assigns "
+                             "(python -m course.grade writes the lessons' grading sizes)")
     options = vars(parser.parse_args(argv))
-    full_size = options.pop("full_size")
     return GradingSettings(**{**options, "jobs": max(1, options["jobs"]),
                               "protected": tuple(options["protected"]),
                               "preload": tuple(options["preload"]),
-                              "parameters": {} if full_size else GRADING_PARAMETERS})
+                              "parameters": options["parameters"] or {}})
+
+
+def _parameters_file(path):
+    try:
+        table = json.loads(open(path).read())
+    except (OSError, ValueError) as error:
+        raise argparse.ArgumentTypeError(f"cannot read {path}: {error}")
+    if not (isinstance(table, dict) and all(isinstance(v, dict) for v in table.values())):
+        raise argparse.ArgumentTypeError(f"{path}: not {{assignment: {{name: source}}}}")
+    return table
 
 
 def main(argv=None):

@@ -30,7 +30,7 @@ from .collect import collect, copy_submission, submitted_files
 from .nbgrader_course import assignments_in, ensure_venv_on_path, prepare
 from .grade import LOG_NAME, GradingLimits, Job
 from .report import say
-from .settings import GradingSettings, course_cache, hidden, kernel_env
+from .settings import GradingSettings, hidden, kernel_cache, kernel_env
 from .workers import Stop, Workers, make_slot, restart_if_dead
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ def _run(settings, source, out, assignments, work, uids, stop, started):
     submitted = {s.assignment for s in submissions} or set(assignments)
     submissions = shards.select(submissions, settings.shard)  # --shard K/N: this run's share
     # The kernels' zygotes import while nbgrader prepares the course (one core each).
-    cache = course_cache(source, work)
+    cache = kernel_cache(settings.cache, work)
     hidden_paths = tuple(hidden(source, out, settings.submissions, jobs_dir))
     slots = [make_slot(settings, cache, hidden_paths, kernels_dir / f"slot{n}", uid)
              for n, uid in enumerate(uids if submissions else [])]
@@ -238,11 +238,13 @@ def _job(batch, submission, job_dir, slot):
 
 
 def _parameters(settings, submission):
-    """The values injected after the parameters cell: the grading profile's sizes, and the
-    language the grader chose where the notebook's is not one of the course's (collect.py)."""
+    """{name: Python source} injected after the parameters cell: what --parameters gives the
+    assignment, and the language the grader chose where the notebook's is not one of the
+    course's (collect.py)."""
+    told = settings.parameters.get(submission.assignment, {})
     if submission.language is None:
-        return settings.parameters
-    return {**settings.parameters, "course_language": submission.language}
+        return told
+    return {**told, "course_language": repr(submission.language)}
 
 
 def _grade_one(workers, job):

@@ -65,7 +65,7 @@ class Job:
     kernel_env: dict          # without a sandbox: added to the kernel's environment
     protected_packages: tuple
     preload: tuple
-    parameters: dict          # injected after the parameters cell: the grading profile's sizes ({}: none)
+    parameters: dict          # {name: Python source} injected after the parameters cell ({}: none)
 
 
 def run_job(job):
@@ -151,7 +151,7 @@ def _config(job, course, notebook, report, release_path):
     config.CourseDirectory.student_id = job.student
     config.CourseDirectory.notebook_id = notebook
     config.Autograde.autograde_preprocessors = [
-        InjectGradingParameters,  # the grading profile: smaller sizes for the demonstration cells
+        InjectGradingParameters,  # the sizes it is told (--parameters): smaller demonstrations
         GuardedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
         VerdictSaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
     config.Autograde.sanitize_preprocessors = [

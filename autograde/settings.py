@@ -16,7 +16,6 @@ What a kernel may read and what it sees empty, and its environment, are built he
 (`exposed`, `hidden`, `kernel_env`).
 """
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -55,7 +54,8 @@ class GradingSettings:
     protected: tuple           # packages whose functions are restored before every test cell
     preload: tuple             # imported before student code, so their snapshot is trusted
     sandbox: bool              # False: kernels run as the grader (trusted submissions only)
-    parameters: dict           # the grading profile's sizes ({}: the lesson's own)
+    parameters: dict           # {assignment: {name: Python source}} set after its parameters cell
+    cache: str = ""            # a model cache the kernels read (its copy's parent is COURSE_CACHE)
     # what does not
     submissions: str = run_only("")
     out: str = run_only("")
@@ -113,20 +113,13 @@ def hidden(source, out, submissions, jobs_dir):
     return [str(p) for p in paths]
 
 
-def course_cache(source, work):
-    """Build the helpers' model/tokenizer cache as the grader (once: only when it is missing), give
-    kernels a read-only copy."""
-    from helpers.cache import cache_dir  # without torch: checking the cache costs no imports
-    if not any("helpers" in p.read_text(errors="ignore") for p in source.rglob("*.ipynb")):
+def kernel_cache(cache, work):
+    """A read-only copy of --cache (a model cache the kernels read) in the work folder, or None."""
+    if not cache:
         return None
-    built = cache_dir()
-    if not all((built / part).is_dir() for part in ("tokenizer", "model")):
-        build = subprocess.run([sys.executable, "-c", "import helpers; helpers.load_tokenizer(); "
-                                "helpers.load_model()"], capture_output=True, text=True, cwd=REPO)
-        if build.returncode != 0:
-            raise RuntimeError(f"building the course cache failed:\n{build.stderr[-2000:]}")
-    cache = work / "cache"
-    shutil.copytree(built, cache / built.name)
-    for path in [cache, *cache.rglob("*")]:
+    built = Path(cache)
+    copy = work / "cache"
+    shutil.copytree(built, copy / built.name, ignore=shutil.ignore_patterns(".*.lock"))
+    for path in [copy, *copy.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
-    return cache
+    return copy

@@ -126,12 +126,8 @@ def prepare(layout, students):
 def shared_cache(layout):
     """A read-only copy of the course's model cache under the hub (built first if missing: minutes,
     once); every user's kernel reads it through COURSE_CACHE and never pre-trains."""
-    from helpers.cache import cache_dir  # without torch
-    built = cache_dir()
-    if not all((built / part).is_dir() for part in ("tokenizer", "model")):
-        print(f"Building the course's model cache once into {built} (a few minutes) ...", flush=True)
-        subprocess.run([sys.executable, "-c", "import helpers; helpers.load_tokenizer(); helpers.load_model()"],
-                       cwd=ROOT, check=True)
+    from .model_cache import built_cache  # helpers.cache, when the hub starts only
+    built = built_cache()
     target = layout.cache / built.name
     if not target.is_dir():
         partial = layout.cache / f".{built.name}-copy"

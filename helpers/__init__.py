@@ -14,6 +14,7 @@ from pathlib import Path
 
 # module -> the public names it gives to `helpers`
 EXPORTS = {
+    "accumulation": ["memory_explanation", "plot_accumulation"],
     "checkpointing": ["activation_checkpointing", "gradient_difference", "measure_checkpointing",
                       "train_checkpointed"],
     "corpus": ["make_paraphrase_corpus"],
@@ -29,8 +30,8 @@ EXPORTS = {
     "memory": ["measure_peak_memory"],
     "metrics": ["classification_metrics", "compute_metrics", "majority_class_accuracy"],
     "modeling": ["count_loss_per_example", "load_model", "load_tokenizer"],
-    "optimizers": ["compare_optimizers", "eight_bit_unavailable", "make_optimizer", "optimizer_state_bytes",
-                   "state_bytes_per_parameter"],
+    "optimizers": ["adafactor_state_explained", "compare_optimizers", "eight_bit_unavailable", "make_optimizer",
+                   "optimizer_state_bytes", "state_bytes_per_parameter"],
     "plots": ["plot_checkpointing", "plot_ease_and_control", "plot_history", "plot_local_sgd",
               "plot_mixed_precision", "plot_optimizers", "plot_peak_memory", "plot_resume",
               "plot_sharding"],

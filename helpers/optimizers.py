@@ -20,6 +20,7 @@ from transformers.optimization import Adafactor
 
 from .cache import cache_dir
 from .data import make_dataloader
+from .language import message
 from .modeling import load_model
 from .quiet import quiet
 from .training import default_device, train_pytorch
@@ -131,6 +132,25 @@ def state_bytes_per_parameter(optimizer):
     parameters = [p for group in optimizer.param_groups for p in group["params"]]
     return optimizer_state_bytes(optimizer) / count_parameters(parameters)
 
+
+
+def adafactor_state_explained(parameters):
+    """One line: the bytes per weight Adafactor keeps for `parameters`, worked out from their shapes.
+
+    transformers' Adafactor (no first moment, its default) keeps, for a tensor of two dimensions or
+    more, a mean of the squared gradient per row and per column; for a vector, one per number; and
+    for every tensor its RMS (a float32 number). Beside a student's prediction of the measured bytes.
+    """
+    parameters = list(parameters)
+    weights = count_parameters(parameters)
+    matrices = [p for p in parameters if p.dim() >= 2]
+    state = sum((p.shape[:-1].numel() + (p.shape[:-2] + p.shape[-1:]).numel()) * p.element_size() for p in matrices)
+    state += sum(p.numel() * p.element_size() for p in parameters if p.dim() < 2) + 4 * len(parameters)
+    matrix_share = count_parameters(matrices) / weights
+    return message("From the shapes alone: Adafactor keeps one number per row and one per column of each matrix "
+                   "({matrices:.1%} of the weights), one number per weight of the vectors (the other {vectors:.1%}) "
+                   "and one per tensor (its RMS): {bytes:.2f} bytes per weight.",
+                   matrices=matrix_share, vectors=1 - matrix_share, bytes=state / weights)
 
 @dataclass(frozen=True)
 class OptimizerTraining:

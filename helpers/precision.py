@@ -149,14 +149,15 @@ PAID_OFF = 0.9
 SLOWER = 1.1
 
 
-def conclusion(rows, device=None, bf16_instructions=None, gpu_bf16=None):
+def conclusion(rows, device=None, bf16_instructions=None, gpu_bf16=None, hardware=True):
     """What the rows of `measure_mixed_precision` say, in words; every verdict comes from a measured ratio.
 
     `device` is where the rows were measured (default: their own "device"). When a precision was
     measured slower, the device's hardware may explain it: a CPU's bfloat16 instructions
     (`bf16_instructions`, default: read from /proc/cpuinfo by `cpu_bf16_instructions`), or whether
     a GPU computes bfloat16 natively (`gpu_bf16`, default: torch.cuda.is_bf16_supported without
-    emulation: compute capability 8.0, Ampere, or newer).
+    emulation: compute capability 8.0, Ampere, or newer). `hardware=False` leaves that out, where
+    `speed_explanation` has said it already.
     """
     device = torch.device(device or rows[0]["device"])
     lines = []
@@ -185,9 +186,34 @@ def conclusion(rows, device=None, bf16_instructions=None, gpu_bf16=None):
                                  "faster 16-bit arithmetic to outweigh autocast's conversions, or this device has no "
                                  "fast {precision} units. Try a larger batch (measure_batch_size = 32) or model "
                                  "(distilbert-base-cased).", **numbers))
-        if ratio > SLOWER and row["precision"] == "bfloat16":
+        if hardware and ratio > SLOWER and row["precision"] == "bfloat16":
             lines += _bf16_slowdown(device, bf16_instructions, gpu_bf16)
     return "\n".join(lines)
+
+
+def speed_explanation(device, bf16_instructions=None, gpu_bf16=None):
+    """One line on what decides bfloat16's speed on `device`, from its hardware as `conclusion` reads it
+    (the same defaults): printed beside a student's prediction of the time ratio."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        native = torch.cuda.is_bf16_supported(including_emulation=False) if gpu_bf16 is None else gpu_bf16
+        if native:
+            return message("This GPU computes bfloat16 natively (compute capability 8.0, Ampere, or newer): the "
+                           "larger the matrix products, the more time bfloat16 saves.")
+        return message("This GPU has no native bfloat16 arithmetic (it came with compute capability 8.0, Ampere), "
+                       "so bfloat16 is slow on it.")
+    if device.type != "cpu":
+        return message("What bfloat16 saves depends on whether {device} multiplies in 16 bits quickly, and on the "
+                       "size of the matrix products.", device=device.type)
+    flags = cpu_bf16_instructions() if bf16_instructions is None else bf16_instructions
+    if flags:
+        return message("This CPU has bfloat16 instructions ({flags}): its bfloat16 matrix products are fast, but "
+                       "autocast converts the weights in every forward pass, and only large matrix products save "
+                       "more than that costs.", flags=", ".join(flags))
+    if flags == []:
+        return message("This CPU reports no bfloat16 instructions in /proc/cpuinfo (avx512_bf16 or amx_bf16 on x86, "
+                       "bf16 on Arm): it has no fast bfloat16 matrix product, so bfloat16 is slower than float32.")
+    return message("Whether this CPU has bfloat16 instructions is unknown (no /proc/cpuinfo to read).")
 
 
 def _bf16_slowdown(device, bf16_instructions, gpu_bf16):

@@ -21,7 +21,6 @@ import atexit
 import copy
 import csv
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -34,6 +33,7 @@ import nbformat
 
 import background
 from course import i18n
+from course.lessons import PROFILES, parameters_cell, profile, with_parameters
 from course.paths import NOTEBOOKS, ROOT, SOLUTIONS, lesson_notebooks
 from course.run import run_notebook
 from helpers.cache import cache_dir
@@ -127,34 +127,14 @@ def points(lesson):
             if c.metadata.get("nbgrader", {}).get("grade")}
 
 
-# lesson -> {parameter: value} in its parameters cell; enough for the demonstrations to run
-SMALL_01_04 = {"sizes": '{"train": 48, "validation": 16, "test": 8}', "batch_size": "4", "epochs": "1"}
-SMALL = {
-    "00_data_preparation": {"sizes": '{"train": 64, "validation": 8, "test": 8}', "epoch_examples": "32",
-                            "timing_rounds": "1"},
-    "01_basic_loop": SMALL_01_04, "02_accelerator": SMALL_01_04,
-    "03_gradient_accumulation": dict(SMALL_01_04, memory_batch="8"), "04_trainer": SMALL_01_04,
-    "05_gradient_checkpointing": {"sizes": '{"train": 16, "validation": 16, "test": 8}', "batch_size": "8",
-                                  "memory_batch_sizes": "[8]"},
-    "06_local_sgd": {"sizes": '{"train": 32, "validation": 16, "test": 8}', "batch_size": "4",
-                     "local_sgd_steps": "(2,)"},
-    "07_mixed_precision": {"sizes": '{"train": 16, "validation": 16, "test": 8}', "batch_size": "8",
-                           "epochs": "1", "measure_batch_size": "8"},
-    "08_optimizers": {"sizes": '{"train": 32, "validation": 16, "test": 8}', "batch_size": "8"},
-    # lesson 9's Trainer demonstration trains on 48 of its training examples
-    "09_checkpoint_resume": {"sizes": '{"train": 48, "validation": 16, "test": 8}', "batch_size": "4",
-                             "save_every": "3", "stop_after": "6"},
-    "10_sharded_training": {"sizes": '{"train": 16, "validation": 8, "test": 8}', "batch_size": "4", "steps": "2"},
-}
+# lesson -> {parameter: value}: its small profile (course/lessons.py), which the grader grades at too
+SMALL = {lesson: profile(lesson, "small") for lesson in PROFILES}
 
 
 def small(nb, values):
     """`nb` with small parameters, edited in its parameters cell as a student could."""
-    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
-    for name, value in values.items():
-        cell.source, found = re.subn(rf"^({name}(?:: [^=\n]+)?) = .*$", lambda line: f"{line.group(1)} = {value}",
-                                     cell.source, flags=re.M)  # `name: type = value  # comment`
-        assert found == 1, f"no parameter {name} to make small"
+    cell = parameters_cell(nb)
+    cell.source = with_parameters(cell.source, values)
     return nb
 
 

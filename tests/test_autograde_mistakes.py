@@ -74,15 +74,31 @@ ACCELERATE_3 = ("def train_with_accelerator_accumulating(model, optimizer, datal
                 "    accelerator = Accelerator({arguments}, cpu=cpu)\n"
                 "    model, optimizer, dataloader, lr_scheduler = accelerator.prepare(\n"
                 "        model, optimizer, dataloader, lr_scheduler)\n"
-                "    model.train()\n    losses = []\n    for batch in dataloader:\n{body}"
-                "        losses.append(loss.item())\n    return losses\n")
+                "    model.train()\n    losses, stepped_after = [], []\n"
+                "    for index, batch in enumerate(dataloader):\n{body}"
+                "        losses.append(loss.item())\n    return {returned}\n")
+NOTED = "            if accelerator.sync_gradients:\n                stepped_after.append(index)\n"
+
+
+def accelerate_3(arguments="gradient_accumulation_steps=gradient_accumulation_steps", loss="loss", noted=NOTED,
+                 returned="losses, stepped_after", body=None):
+    return ACCELERATE_3.format(arguments=arguments, returned=returned,
+                               body=body or ACCUMULATE.format(loss=loss, noted=noted))
+
+
 METRICS = ("def compute_metrics(eval_pred):\n    logits, labels = eval_pred\n"
            "    predictions = {predictions}\n"
            "    return {{\"accuracy\": {accuracy}, \"f1\": {f1}}}\n")
-ARGS = ("def make_training_args(output_dir, epochs, batch_size, learning_rate):\n"
+ARGS = ("def make_training_args(output_dir, epochs, batch_size, effective_batch, learning_rate):\n{check}"
         "    return TrainingArguments(output_dir=output_dir, {arguments}, report_to=\"none\")\n")
-GOOD_ARGS = ("num_train_epochs=epochs, per_device_train_batch_size=batch_size, "
-             "learning_rate=learning_rate")
+GOOD_ARGS = "num_train_epochs=epochs, learning_rate=learning_rate"
+MICRO = "per_device_train_batch_size=batch_size"
+GA_4 = "gradient_accumulation_steps=effective_batch // batch_size"
+CHECK_4 = "    if effective_batch % batch_size:\n        raise ValueError('no whole number of micro-batches')\n"
+
+
+def args_4(arguments, check=CHECK_4):
+    return ARGS.format(arguments=arguments, check=check)
 GOOD_STEP = "        loss.backward()\n"
 
 
@@ -95,7 +111,7 @@ def step_body(zero="optimizer.zero_grad()", forward="model(**batch)", backward="
 
 MOVE = "        batch = {key: value.to(device) for key, value in batch.items()}\n"
 ACCUMULATE = ("        with accelerator.accumulate(model):\n            loss = model(**batch).loss\n"
-              "            accelerator.backward({loss})\n            optimizer.step()\n"
+              "            accelerator.backward({loss})\n{noted}            optimizer.step()\n"
               "            lr_scheduler.step()\n            optimizer.zero_grad()\n")
 CLIP_3 = ("def train_with_clipping(model, optimizer, dataloader, lr_scheduler, gradient_accumulation_steps=2,\n"
           "                        max_norm=1.0, cpu=False):\n"
@@ -284,6 +300,9 @@ MISTAKES = {
             expression="(index + 1) % gradient_accumulation_steps == 0")),
         ("last group compared with num_batches", STEP_DUE.format(
             expression="(index + 1) % gradient_accumulation_steps == 0 or index == num_batches")),
+        ("`and` instead of `or`", STEP_DUE.format(
+            expression="(index + 1) % gradient_accumulation_steps == 0 and index + 1 == num_batches")),
+        ("a step only at the end of the epoch", STEP_DUE.format(expression="index + 1 == num_batches")),
     ],
     "l3-num-training-steps": [
         ("schedule sized in batches", NUM_STEPS.format(expression="num_batches * epochs")),
@@ -316,15 +335,18 @@ MISTAKES = {
                  "            optimizer.zero_grad()\n")),
     ],
     "l3-train-with-accelerator-accumulating": [
-        ("no accelerator.accumulate", ACCELERATE_3.format(
-            arguments="gradient_accumulation_steps=gradient_accumulation_steps",
+        ("no accelerator.accumulate", accelerate_3(
             body="        loss = model(**batch).loss\n        accelerator.backward(loss)\n"
+                 "        if accelerator.sync_gradients:\n            stepped_after.append(index)\n"
                  "        optimizer.step()\n        lr_scheduler.step()\n        optimizer.zero_grad()\n")),
-        ("loss divided by N again", ACCELERATE_3.format(
-            arguments="gradient_accumulation_steps=gradient_accumulation_steps",
-            body=ACCUMULATE.format(loss="loss / gradient_accumulation_steps"))),
-        ("Accelerator without gradient_accumulation_steps", ACCELERATE_3.format(
-            arguments="device_placement=True", body=ACCUMULATE.format(loss="loss"))),
+        ("loss divided by N again", accelerate_3(loss="loss / gradient_accumulation_steps")),
+        ("Accelerator without gradient_accumulation_steps", accelerate_3(arguments="device_placement=True")),
+        ("steps counted by hand: no step after a shorter last group", accelerate_3(
+            noted="            if (index + 1) % gradient_accumulation_steps == 0:\n"
+                  "                stepped_after.append(index)\n")),
+        ("every batch noted as a step", accelerate_3(noted="            stepped_after.append(index)\n")),
+        ("noted when sync_gradients is False", accelerate_3(noted=NOTED.replace("if accelerator", "if not accelerator"))),
+        ("only the losses returned", accelerate_3(returned="losses")),
     ],
     "l3-train-with-clipping": [
         ("clipped after every micro-batch", clip_3(
@@ -347,14 +369,25 @@ MISTAKES = {
         ("correct predictions counted, not a fraction", METRICS.format(
             predictions="np.argmax(logits, axis=-1)", accuracy="int((predictions == labels).sum())",
             f1="float(f1_score(labels, predictions))")),
+        ("the F1 of class 0", METRICS.format(predictions="np.argmax(logits, axis=-1)",
+                                             accuracy="float(accuracy_score(labels, predictions))",
+                                             f1="float(f1_score(labels, predictions, pos_label=0))")),
+        ("class 1 when its score is above 0, not above the other's", METRICS.format(
+            predictions="(logits[:, 1] > 0).astype(int)", accuracy="float(accuracy_score(labels, predictions))",
+            f1="float(f1_score(labels, predictions))")),
     ],
     "l4-make-training-args": [
-        ("evaluation_strategy (gone in transformers 5)", ARGS.format(
-            arguments=f"evaluation_strategy='epoch', gradient_accumulation_steps=2, {GOOD_ARGS}")),
-        ("no gradient accumulation", ARGS.format(arguments=f"eval_strategy='epoch', {GOOD_ARGS}")),
-        ("fixed numbers instead of the arguments", ARGS.format(
-            arguments="eval_strategy='epoch', gradient_accumulation_steps=2, num_train_epochs=2, "
-                      "per_device_train_batch_size=8, learning_rate=5e-4")),
+        ("evaluation_strategy (gone in transformers 5)", args_4(
+            f"evaluation_strategy='epoch', {GA_4}, {MICRO}, {GOOD_ARGS}")),
+        ("no evaluation every epoch", args_4(f"{GA_4}, {MICRO}, {GOOD_ARGS}")),
+        ("no accumulation: the effective batch as one batch", args_4(
+            f"eval_strategy='epoch', per_device_train_batch_size=effective_batch, {GOOD_ARGS}")),
+        ("the slide's 2 accumulation steps copied", args_4(
+            f"eval_strategy='epoch', gradient_accumulation_steps=2, {MICRO}, {GOOD_ARGS}")),
+        ("a float: / instead of //", args_4(
+            f"eval_strategy='epoch', gradient_accumulation_steps=effective_batch / batch_size, {MICRO}, {GOOD_ARGS}")),
+        ("an effective batch that batch_size does not divide, rounded down", args_4(
+            f"eval_strategy='epoch', {GA_4}, {MICRO}, {GOOD_ARGS}", check="")),
     ],
     "l5-checkpointed-forward": [
         ("no checkpoint: every activation kept", CHECKPOINTED.format(
@@ -428,6 +461,9 @@ MISTAKES = {
         ("scaler.update() before scaler.step()", MIXED.format(
             body=AUTOCAST + "    scaler.scale(loss).backward()\n    scaler.update()\n    scaler.step(optimizer)\n"
                             "    optimizer.zero_grad()\n")),
+        ("optimizer.step() on the scaled gradients", MIXED.format(
+            body=AUTOCAST + "    scaler.scale(loss).backward()\n    optimizer.step()\n    scaler.update()\n"
+                            "    optimizer.zero_grad()\n")),
     ],
     "l7-clipped-mixed-precision-step": [
         ("clipped before scaler.unscale_", CLIPPED_7.format(body=CLIP + UNSCALE + STEP)),
@@ -446,6 +482,7 @@ MISTAKES = {
         ("use_cpu not passed", ARGS_7.format(arguments="bf16=True")),
         ("no mixed precision", ARGS_7.format(arguments="use_cpu=use_cpu")),
         ("use_cpu=True written in", ARGS_7.format(arguments="bf16=True, use_cpu=True")),
+        ("both bf16 and fp16", ARGS_7.format(arguments="bf16=True, fp16=True, use_cpu=use_cpu")),
     ],
     "l8-optimizer-state-bytes": [
         ("numbers counted, not bytes", STATE.format(expression=f"sum(v.numel() {TENSORS})")),
@@ -455,6 +492,8 @@ MISTAKES = {
         ("the state of the first parameter only", STATE.format(
             expression="sum(v.numel() * v.element_size() for v in next(iter(optimizer.state.values())).values() "
                        "if isinstance(v, torch.Tensor))")),
+        ("values that are not tensors counted too", STATE.format(
+            expression="sum(v.numel() * v.element_size() for state in optimizer.state.values() for v in state.values())")),
         ("two moments per weight, by the parameters", STATE.format(
             expression="sum(2 * p.numel() * p.element_size() for group in optimizer.param_groups "
                        "for p in group['params'])")),

@@ -73,9 +73,9 @@ def test_no_lesson_says_accelerator_backward_averages_the_gradients():
 def test_lesson_1_lists_every_lesson_and_only_the_last_ends_the_course():
     names = [path.stem for path in lesson_notebooks()]
     listed = re.findall(r"^\d+\. ", markdown("01_basic_loop").split("## Why write your own loop?")[0], re.MULTILINE)
-    assert len(listed) == len(names)
+    assert len(listed) == len(names), "lesson 1's overview lists every lesson (docs/adding-a-lesson.md)"
     ends = [name for name in names if "end of the course" in markdown(name)]
-    assert ends == [names[-1]]
+    assert ends == [names[-1]], "only the last lesson says 'This is the end of the course'"
 
 
 def trainer_step_update(model, dataset, tokenizer, steps, loss_is_scaled_for_ga=None):

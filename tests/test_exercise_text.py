@@ -24,7 +24,8 @@ SOLUTION = re.compile(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", re.S)
 SHARED = {"model.train()", "model.eval()", "losses=[]", "forbatchindataloader", "outputs=model(**batch)",
           "loss=outputs.loss", "losses.append(loss.item())", "losses", "optimizer.step()", "optimizer.zero_grad()",
           "lr_scheduler.step()", "accelerator.backward(loss)", "loss.backward()", "else", "try", "pass",
-          "batch={key:value.to(device)forkey,valueinbatch.items()}"}
+          "batch={key:value.to(device)forkey,valueinbatch.items()}",
+          "forindex,batchinenumerate(dataloader)"}  # the slides' accumulation loops, lesson 3's skeleton
 SHORTEST = 14  # a normalised line shorter than this (`total=0`, `returnbatches`) is not an answer
 NAMING = re.compile(r"^[\w.]+\(\)$")  # a call without arguments (`local_sgd.step()`) names the API the text may name
 

@@ -312,5 +312,5 @@ def test_a_language_the_course_lacks_is_graded_in_english_and_says_so(tmp_path):
     [found] = collect(tmp_path, assignments, tmp_path / "work")
     assert (found.assignment, found.language) == (lesson, "en")
     assert "'fr'" in found.note and "English" in found.note
-    options = SimpleNamespace(parameters={"epochs": 1})
-    assert _parameters(options, found) == {"epochs": 1, "course_language": "en"}
+    options = SimpleNamespace(parameters={lesson: {"epochs": "1"}})
+    assert _parameters(options, found) == {"epochs": "1", "course_language": "'en'"}

@@ -1,18 +1,17 @@
 """The lessons: each solution notebook runs from top to bottom with papermill, with its fast
 default parameters; its graded tests pass without writing to stderr; and the committed
-notebooks are well formed (no outputs, stable cell ids, a parameters cell, 2 to 4 exercises)."""
+notebooks are well formed (no outputs, stable cell ids, a parameters cell, 2 to 5 exercises):
+the rules of docs/adding-a-lesson.md."""
 import nbformat
 import pytest
 
+from course.lessons import PROFILES
 from course.paths import lesson_notebooks
 from lesson_runs import executed
 
 pytestmark = pytest.mark.slow
 
 LESSONS = lesson_notebooks()
-EXPECTED = ["00_data_preparation", "01_basic_loop", "02_accelerator", "03_gradient_accumulation", "04_trainer",
-            "05_gradient_checkpointing", "06_local_sgd", "07_mixed_precision", "08_optimizers",
-            "09_checkpoint_resume", "10_sharded_training"]
 # Generous: the budget is ~30 s on a quiet 2-core CPU; CI machines are often busy.
 SECONDS_LIMIT = 240
 
@@ -22,7 +21,8 @@ def nbgrader(cell):
 
 
 def test_the_lessons_are_there():
-    assert [notebook.stem for notebook in LESSONS] == EXPECTED
+    """A lesson is its notebook plus its row of course/lessons.py (docs/adding-a-lesson.md)."""
+    assert [notebook.stem for notebook in LESSONS] == list(PROFILES), "solutions/ and course/lessons.py's rows"
 
 
 @pytest.mark.parametrize("notebook", LESSONS, ids=lambda path: path.stem)

@@ -77,4 +77,5 @@ def test_the_help_notebook_command_shows_types_and_no_unparsed_line():
 
 @pytest.mark.parametrize("lesson", LATER_LESSONS)
 def test_later_lessons_parameters_do_not_cite_the_slides(lesson):
-    assert not re.search(r"\bslides?\b", parameters_cell(lesson), re.I), lesson
+    assert not re.search(r"\bslides?\b", parameters_cell(lesson), re.I), (
+        f"{lesson}: the slides cover lessons 1-4; its parameters' comments cite them")

@@ -110,6 +110,7 @@ LESSON_PLOTS = {
     "00-batches": lambda: helpers.plot_padded_batches({helpers.message(name): batches
                                                        for name, batches in PADDED_EPOCHS.items()}),
     "03": lambda: helpers.plot_peak_memory([8, 16, 32], [300.0, 400.0, 600.0], 32),
+    "03-groups": lambda: helpers.plot_accumulation(lambda index, num_batches, steps: (index + 1) % steps == 0, 6, 2),
     "04": lambda: helpers.plot_ease_and_control({"PyTorch": (1, 3), "Trainer": (3, 1)}),
     "05": lambda: helpers.plot_checkpointing(CHECKPOINTING),
     "06": lambda: helpers.plot_local_sgd(LOCAL_SGD),
@@ -217,3 +218,20 @@ def test_padded_batches_show_every_pair_and_the_positions_a_batch_lacks():
     grids = [axis.get_images()[0].get_array().tolist() for axis in figure.axes if axis.get_images()]
     assert grids == [[[1, 1, 0, 0], [1, 0, 0, 0]], [[1, 1, -1, -1], [1, 0, -1, -1], [1, 1, 1, -1]]]
     assert [len(axis.lines) for axis in figure.axes] == [0, 1], "a line between two batches"
+
+
+def test_accumulation_picture_marks_the_students_steps_and_the_groups_left_without_one():
+    """Lesson 3's picture: with 6 batches in twos, a second row in threes is added only if it leaves a shorter
+    group (it does not: 6 = 3 + 3, so groups of 4); the slides' condition leaves that group without a step."""
+    from helpers.accumulation import groups_of, with_a_shorter_group
+    assert groups_of(5, 2) == [[0, 1], [2, 3], [4]]
+    assert with_a_shorter_group(6, 2) == 4 and with_a_shorter_group(16, 2) == 3
+    assert with_a_shorter_group(2, 1) is None, "2 batches: no group size between 1 and 2 leaves a shorter group"
+    figure = helpers.plot_accumulation(lambda index, num_batches, steps: (index + 1) % steps == 0, 6, 2)
+    (axis,) = figure.axes
+    steps, missed = [line for line in axis.lines if line.get_marker() == "v"], [line for line in axis.lines
+                                                                              if line.get_marker() == "x"]
+    assert [list(line.get_xdata() - 0.95) for line in steps] == [[1, 3, 5], [3]]
+    assert [list(line.get_xdata() - 0.95) for line in missed] == [[], [5]], "groups of 4: (4, 5) gets no step"
+    assert [label.get_text() for label in axis.get_yticklabels()] == ["6 batches, groups of 2", "6 batches, groups of 4"]
+    assert len(axis.patches) == 12, "a box per batch in each row"

@@ -44,7 +44,8 @@ MISTAKES = {
                                "if True:  # clipped after every micro-batch"),
     "l4-compute-metrics": ("f1_score(labels, predictions, zero_division=0)",
                            "f1_score(predictions, labels, average='macro')"),
-    "l4-make-training-args": ("gradient_accumulation_steps=2", "gradient_accumulation_steps=1"),
+    "l4-make-training-args": ("gradient_accumulation_steps=effective_batch // batch_size",
+                              "gradient_accumulation_steps=2"),
 }
 KINDS = ("perfect", "partial", "wrong", "mixed")
 
@@ -225,10 +226,10 @@ def figure_grading(setting, folder):
     figure.method = (
         f"{count} generated submissions (course/bench/grading.py: per lesson a perfect, a partial, a "
         "wrong and a mixed student), the same files for every grader. `python -m autograde --jobs "
-        f"{jobs}` (what `make autograde` runs: sandbox, guard, grading profile, feedback, class report) "
+        f"{jobs}` (what `make autograde` runs: sandbox, guard, the lessons' small profile, feedback, class report) "
         "against `nbgrader autograde LESSON` for one lesson after another in a course folder with the "
         "same release and gradebook (no sandbox, the lessons' own parameters, --Execute.timeout=900); "
-        "`--full-size` is ours without the grading profile. Wall clock and CPU seconds "
+        "`--full-size` is ours at the lessons' own sizes. Wall clock and CPU seconds "
         "(getrusage of the finished child processes: the grader, its workers and kernels) of each whole "
         f"command, building the course folder included; {setting['repeats']} rounds, the order "
         "alternating; ratios within a round. Scores are compared submission by submission. The class "
