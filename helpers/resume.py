@@ -18,6 +18,7 @@ from tqdm.auto import tqdm
 from transformers import TrainerCallback
 
 from .checks import require_positive_int
+from .language import message
 from .training import History, fresh_accelerator_state, make_scheduler, parameter_difference, parameters_of
 
 
@@ -37,6 +38,31 @@ class TrainingProgress:
 def resume_point(completed_steps, batches_per_epoch):
     """(epoch to continue in, batches of that epoch already trained on), one optimizer step per batch."""
     return divmod(completed_steps, batches_per_epoch)
+
+
+def resumed_batches_problem(batches, stop_after, batches_per_epoch, epochs):
+    """None when a run stopped after `stop_after` steps and resumed trained the `batches` batches it had left;
+    else a message with the cause that gives that count (lesson 9's test of resume_training)."""
+    total = batches_per_epoch * epochs
+    expected = total - stop_after
+    if batches == expected:
+        return None
+    first_epoch, done = divmod(stop_after, batches_per_epoch)
+    causes = [
+        (total, message("Your run trained every batch again: load the checkpoint before the loop (the "
+                        "Accelerator's counterpart of save_state), then start where resume_point says.")),
+        (expected + done, message("The {done} batches of epoch {epoch} that the run had done were trained again: "
+                                  "in the epoch you resume in, loop over accelerator.skip_first_batches(...).",
+                                  done=done, epoch=first_epoch)),
+        (expected - (epochs - first_epoch - 1) * done, message(
+            "You skipped the first batches of every epoch: skip them in the epoch you resume in only; the epochs "
+            "after it start at their first batch.")),
+        (total - done, message("Your run went through every epoch from 0: start at the epoch resume_point gives.")),
+    ]
+    cause = next((text for count, text in causes if count == batches), "")
+    return message("Stopped after {stop} of {total} steps ({per_epoch} batches per epoch), your resumed run trained "
+                   "{batches} batches; it should train the {expected} left. {cause}", stop=stop_after, total=total,
+                   per_epoch=batches_per_epoch, batches=batches, expected=expected, cause=cause).strip()
 
 
 def prepare_resumable(model, dataloader, optimizer, epochs, data_seed=0):
@@ -115,6 +141,16 @@ def train_resumable(model, dataloader, *, checkpoint_dir, epochs=1, learning_rat
                     return history, accelerator
     history.seconds = time.perf_counter() - start
     return history, accelerator
+
+
+def checkpoint_explained(checkpoint):
+    """What makes a checkpoint ({file: bytes}, `checkpoint_bytes`) the size it is, in sizes of its weights."""
+    model = checkpoint["model.safetensors"]
+    rest = sum(size for name, size in checkpoint.items() if name not in ("model.safetensors", "optimizer.bin"))
+    return message("The weights (model.safetensors) are 1 model size; AdamW's two moments (optimizer.bin) {optimizer:.2f}, "
+                   "one per weight each; the scheduler, the random states and your progress together {rest:,} bytes "
+                   "({rest_share:.3f}): {total:.2f} model sizes.", optimizer=checkpoint.get("optimizer.bin", 0) / model,
+                   rest=rest, rest_share=rest / model, total=sum(checkpoint.values()) / model)
 
 
 def checkpoint_bytes(checkpoint_dir):

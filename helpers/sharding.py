@@ -22,11 +22,12 @@ from unittest import mock
 import torch
 import torch._dynamo  # noqa: F401 (see the docstring: imported once, before the processes fork)
 import torch.distributed as dist
-from torch.distributed.fsdp import fully_shard
+from torch.distributed.fsdp import FSDPModule, fully_shard
 from torch.distributed.tensor import DTensor
 
 from .checks import require_positive_int
 from .data import make_dataloader
+from .fsdp_step import StepLog
 from .modeling import load_model
 from .quiet import quiet
 
@@ -157,21 +158,25 @@ def _train_one_way(mode, tokenized_train, tokenizer, training, count_bytes):
         # the same global batches for both ways; each process takes every P-th example of each
         loader = make_dataloader(tokenized_train, tokenizer, training.batch_size * processes)
     num_parameters = sum(p.numel() for p in model.parameters())
-    collectives = Collectives()
+    collectives, step_log = Collectives(), StepLog()
     if mode == "data parallel":
         model = torch.nn.parallel.DistributedDataParallel(model)
         collectives.count_ddp(model)
         counting = contextlib.nullcontext()  # the hook counts
     else:
         model = shard_model(model)
-        counting = collectives.counting_fsdp()
+        counting = contextlib.ExitStack()
+        counting.enter_context(collectives.counting_fsdp())
+        counting.enter_context(step_log.recording())  # the order of the last step's events
     lr = training.learning_rate
     optimizer = (torch.optim.SGD(model.parameters(), lr=lr) if training.optimizer == "sgd"
                  else torch.optim.AdamW(model.parameters(), lr=lr))
-    losses, held = [], {}
+    losses, held, calls_by_step = [], {}, []
     start = time.perf_counter()
     with counting:
         for step, batch in zip(range(training.steps), loader):
+            calls_before = dict(collectives.calls)
+            step_log.start_step()
             batch = {key: value[rank::processes] for key, value in batch.items()}
             loss = model(**batch).loss
             loss.backward()
@@ -181,6 +186,7 @@ def _train_one_way(mode, tokenized_train, tokenizer, training, count_bytes):
             mean_loss = loss.detach().clone()
             dist.all_reduce(mean_loss)  # the mean over the processes: the loss of the whole batch
             losses.append(mean_loss.item() / processes)
+            calls_by_step.append({kind: calls - calls_before[kind] for kind, calls in collectives.calls.items()})
     seconds = time.perf_counter() - start
     held["parameters"] = count_bytes(model.parameters())
     held["optimizer_state"] = count_bytes(state_tensors(optimizer))
@@ -191,6 +197,8 @@ def _train_one_way(mode, tokenized_train, tokenizer, training, count_bytes):
             "bytes": {part: [held_by[part] for held_by in every] for part in PARTS},
             "loss": losses, "seconds": seconds, "optimizer_steps": steps_done,
             "calls_per_step": {kind: calls / steps_done for kind, calls in collectives.calls.items()},
+            "calls_by_step": calls_by_step, "step_events": step_log.events,
+            "sharded_modules": [name for name, module in model.named_modules() if isinstance(module, FSDPModule)],
             "bytes_per_step": {kind: size / steps_done for kind, size in collectives.bytes.items()}}
 
 
@@ -248,8 +256,8 @@ def _tiny_in_process(count_bytes):
     parts = {"parameters": list(model.parameters()), "gradients": [p.grad for p in model.parameters()]}
     optimizer.step()
     parts["optimizer_state"] = state_tensors(optimizer)
-    counts = {part: {"yours": count_bytes(iter(tensors)), "reference": local_bytes(tensors)}
-              for part, tensors in parts.items()}
+    counts = {part: {"yours": count_bytes(iter(tensors)), "yours_from_a_list": count_bytes(list(tensors)),
+                     "reference": local_bytes(tensors)} for part, tensors in parts.items()}
     every = [None] * dist.get_world_size()
     dist.all_gather_object(every, counts)
     return {"whole_parameters": whole, "processes": every}
@@ -258,6 +266,6 @@ def _tiny_in_process(count_bytes):
 def count_on_sharded_model(count_bytes, num_processes=2):
     """Run `count_bytes` on a small fully sharded model in `num_processes` processes (a lesson's test):
     {"whole_parameters": bytes of the unsharded parameters, "processes": per process, per part,
-    {"yours": count_bytes's bytes, "reference": local_bytes's}}."""
+    {"yours": count_bytes's bytes of a generator, "yours_from_a_list": of a list, "reference": local_bytes's}}."""
     from .distributed import run_on_processes
     return run_on_processes(_tiny_in_process, count_bytes, num_processes=num_processes)

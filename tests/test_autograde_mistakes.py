@@ -202,6 +202,10 @@ SKIP_NONE = "        if tensor is None:\n            continue\n"
 TO_LOCAL = "tensor = tensor.to_local() if isinstance(tensor, DTensor) else tensor"
 def local_bytes(skip=SKIP_NONE, piece=TO_LOCAL, size="tensor.numel() * tensor.element_size()"):
     return LOCAL_BYTES.format(skip=skip, piece=piece, size=size)
+TWO_PASSES = "def local_bytes(tensors):\n    return {first} + {second}\n"
+PLAIN = ("sum(t.numel() * t.element_size() for t in tensors "
+         "if t is not None and not isinstance(t, DTensor))")
+PIECES = "sum(t.to_local().numel() * t.to_local().element_size() for t in tensors if isinstance(t, DTensor))"
 # The loop's mistakes find their place with divmod, as a student may: a wrong resume_point cannot hide them
 RESUME = ("def resume_training(model, optimizer, dataloader, checkpoint_dir, epochs):\n"
           "    accelerator, model, optimizer, dataloader, lr_scheduler, progress = helpers.prepare_resumable(\n"
@@ -548,6 +552,9 @@ MISTAKES = {
                        "completed_steps - epoch * batches_per_epoch")),
         ("the step under way counted: (completed_steps + 1) // batches_per_epoch", POINT.format(
             expression="(completed_steps + 1) // batches_per_epoch, completed_steps % batches_per_epoch")),
+        ("the epoch under way as ceil - 1: epoch 0 at an epoch's end", "import math\n\n" + POINT.format(
+            expression="max(math.ceil(completed_steps / batches_per_epoch) - 1, 0), "
+                       "completed_steps % batches_per_epoch")),
     ],
     "l9-resume-training": [
         ("no skip_first_batches: the epoch's first batches trained twice", resume(batches="dataloader")),
@@ -555,6 +562,7 @@ MISTAKES = {
         ("the checkpoint never loaded", resume(load="")),
         ("progress.completed_steps not counted", resume(count="")),
         ("every epoch from 0", resume(epochs="epochs")),
+        ("no set_epoch: the resumed epochs in another order", resume(set_epoch="")),
     ],
     "l10-zero-bytes-per-process": [
         ("the stage ignored: every part sharded", zero_bytes(sharded="('optimizer_state', 'gradients', 'parameters')")),
@@ -578,6 +586,8 @@ MISTAKES = {
         ("plain tensors skipped", local_bytes(skip=SKIP_NONE + "        if not isinstance(tensor, DTensor):\n"
                                                           "            continue\n")),
         ("to_local() on every tensor", local_bytes(piece="tensor = tensor.to_local()")),
+        ("two passes over a generator: plain tensors, then DTensors", TWO_PASSES.format(first=PLAIN, second=PIECES)),
+        ("two passes over a generator: DTensors, then plain tensors", TWO_PASSES.format(first=PIECES, second=PLAIN)),
     ],
 }
 # The table's Validate column: the mistakes that pass every visible test (Validate says "Success!") and lose

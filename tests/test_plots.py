@@ -97,6 +97,10 @@ SHARDING = [{"mode": mode, "processes": 2, "num_parameters": 1000, "loss": [0.7,
                                 "reduce-scatter": 4000.0 * (share - 1)}}
             for mode, share in (("data parallel", 1), ("fully sharded", 2))]
 
+STEP_EVENTS = [("all-gather", ""), ("forward", ""), ("all-gather", "layer"), ("forward", "layer"), ("free", "layer"),
+               ("all-gather", "layer"), ("backward", "layer"), ("free", "layer"), ("reduce-scatter", "layer"),
+               ("backward", ""), ("free", ""), ("reduce-scatter", "")]
+
 DATA_NAMES = {"adamw", "adafactor"}  # legend entries that are names in the data, the same in every language
 PADDING = ({"to max_length": 0.5, "dynamic padding": 0.06}, {"to max_length": [1.0, 1.1], "dynamic padding": [0.5, 0.6]})
 PADDED_EPOCHS = {"to max_length": [{"attention_mask": torch.tensor([[1, 1, 0, 0], [1, 0, 0, 0]])}],
@@ -116,6 +120,7 @@ LESSON_PLOTS = {
     "08": lambda: helpers.plot_optimizers(OPTIMIZERS),
     "09": lambda: helpers.plot_resume(RESUME, CHECKPOINT, stop_after=2),
     "10": lambda: helpers.plot_sharding(SHARDING),
+    "10-step": lambda: helpers.plot_fsdp_step(STEP_EVENTS),
     "history": lambda: helpers.plot_history({"basic loop": helpers.History([0.5, 0.4], [1e-3, 0.0])},
                                             title="Lesson 1: the basic loop", validation_accuracy=[0.3, 0.9],
                                             majority_class=0.65),

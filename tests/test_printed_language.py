@@ -20,11 +20,13 @@ pytestmark = pytest.mark.slow
 
 LESSONS = ["10_sharded_training"]
 # terms the translations keep in English although the glossary has no row for them, and words that the
-# language writes as English does (Dutch "model", "per", "in", "over"; Indonesian "model", "mode", "total")
+# language writes as English does (Dutch "model", "per", "in", "over"; Indonesian "model", "mode", "total"); FSDP's
+# root and DDP's buckets keep their English names, as the lesson's text does
 SAME_WORDS = {"nl": {"bytes", "tensor", "tensors", "plugin", "all-reduce", "all-gather", "reduce-scatter", "losses",
-                     "tests", "helpers", "runs", "model", "per", "in", "over"},
+                     "tests", "helpers", "runs", "model", "per", "in", "over", "all-reduces", "all-gathers",
+                     "reduce-scatters", "root", "bucket", "buckets"},
               "id": {"byte", "tensor", "plugin", "all-reduce", "all-gather", "reduce-scatter", "helpers", "model",
-                     "mode", "total", "per"}}
+                     "mode", "total", "per", "root", "bucket"}}
 CODE = re.compile(r"\{.*\}|'[^']*'|\"[^\"]*\"|\S*[_=().\[\]]\S*|\b[A-Za-z]*[a-z][A-Z]\w*|\b[A-Z]{2,}\w*|\b\d\S*")
 WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
 DECIMAL_POINT = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.(])")

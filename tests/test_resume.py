@@ -107,3 +107,21 @@ def test_the_lessons_measurement_shows_what_resuming_with_and_without_skipping_g
     assert skipped_nothing["optimizer_steps"] == 4 + 6 + 6, "the 4 batches of epoch 1 are trained again"
     assert skipped_nothing["max_weight_difference"] > 1e-5
     assert {"model.safetensors", "optimizer.bin"} <= set(checkpoint)
+
+
+def test_a_wrong_number_of_resumed_batches_is_named_by_its_cause():
+    """Lesson 9's test of resume_training: 3 epochs of 6 batches, stopped after 8 steps (2 into epoch 1)."""
+    def problem(batches):
+        return resume.resumed_batches_problem(batches, stop_after=8, batches_per_epoch=6, epochs=3)
+
+    assert problem(10) is None
+    assert "counterpart of save_state" in problem(18)          # the checkpoint not loaded
+    assert "were trained again" in problem(12)                 # no skip_first_batches
+    assert "first batches of every epoch" in problem(8)        # skipped in every epoch
+    assert "every epoch from 0" in problem(16)                 # range(epochs)
+    assert problem(11).endswith("it should train the 10 left.")  # no cause guessed
+
+
+def test_the_checkpoint_is_explained_in_sizes_of_its_weights():
+    checkpoint = {"model.safetensors": 1000, "optimizer.bin": 2010, "scheduler.bin": 5, "random_states_0.pkl": 15}
+    assert helpers.checkpoint_explained(checkpoint).endswith("together 20 bytes (0.020): 3.03 model sizes.")

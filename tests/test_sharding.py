@@ -1,5 +1,6 @@
 """Sharded training on 2 CPU processes (lesson 10): FSDP2 (`fully_shard`) trains the same model as data
 parallelism (DDP), and each process holds half of the parameters, gradients and optimizer state."""
+import collections
 import json
 import math
 import os
@@ -14,7 +15,7 @@ import torch
 from transformers import TrainingArguments
 
 import helpers
-from helpers import sharding
+from helpers import fsdp_step, sharding
 
 STEPS = 4
 LOSS_TOLERANCE = 1e-5  # float32 rounding; measured here: 0.0 over 4 and 6 steps
@@ -76,6 +77,42 @@ def test_the_collectives_of_a_step(measured):
     sharded = rows["fully sharded"]["bytes_per_step"]
     assert sharded["all-reduce"] == 0 and sharded["reduce-scatter"] == padded
     assert padded < sharded["all-gather"] < 2 * padded
+
+
+def test_one_fsdp_step_as_lesson_10_draws_it(measured):
+    """The events recorded in the last step agree with the collectives counted, in FSDP2's order: each layer
+    gathered, computed and freed in the forward pass, gathered again, computed, freed and reduce-scattered
+    in the backward pass; the root gathered once (reshard_after_forward=None is False for the root)."""
+    sharded = by_mode(measured)["fully sharded"]
+    events = sharded["step_events"]
+    counted = collections.Counter(event for event, _ in events)
+    assert counted["all-gather"] == sharded["calls_by_step"][-1]["all-gather"] == 7
+    assert counted["reduce-scatter"] == sharded["calls_by_step"][-1]["reduce-scatter"] == 4
+    layers = [name for name in sharded["sharded_modules"] if name]
+    assert layers == ["bert.embeddings", "bert.encoder.layer.0", "bert.encoder.layer.1"]
+    for layer in layers:
+        assert [event for event, group in events if group == layer] == [
+            "all-gather", "forward", "free", "all-gather", "backward", "free", "reduce-scatter"], layer
+    assert [event for event, group in events if group == ""] == ["all-gather", "forward", "backward", "free",
+                                                                 "reduce-scatter"]
+    assert events[fsdp_step.backward_start(events)] == ("all-gather", layers[-1]), "the last layer first"
+    assert "2 × 3 + 1 = 7 all-gathers" in helpers.all_gathers_explained(sharded)
+    assert "3 + 1 = 4." in helpers.all_gathers_explained(sharded)
+
+
+def test_ddp_builds_its_buckets_again_after_the_first_step(measured):
+    """One bucket in the first step, then 2 (the first at most 1 MiB): lesson 10's fractional 1.8 calls."""
+    data_parallel = by_mode(measured)["data parallel"]
+    assert [step["all-reduce"] for step in data_parallel["calls_by_step"]] == [1] + [2] * (STEPS - 1)
+    assert "1, 2, 2, 2, a mean of 1.75" in helpers.all_reduces_explained(data_parallel)
+    assert "so 2 buckets from the second step on" in helpers.all_reduces_explained(data_parallel)
+
+
+def test_fully_sharded_sends_about_one_and_a_half_times_the_data(measured):
+    explained = helpers.communication_explained(measured["rows"])
+    ratio = float(re.search(r"= ([\d.]+) times the data", explained).group(1))
+    assert 1.4 < ratio < 1.5, explained  # the root's parameters are gathered once, not twice
+    assert helpers.kept_share(measured["rows"]) == pytest.approx(0.5, abs=0.001)
 
 
 def test_accelerate_ignores_an_fsdp_plugin_on_the_cpu(measured):
