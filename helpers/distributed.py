@@ -15,6 +15,7 @@ import re
 import signal
 import socket
 import sys
+import sysconfig
 import tempfile
 import time
 import traceback
@@ -28,6 +29,9 @@ from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 
 from .checks import require_positive_int
 from .language import message
+
+HELPERS = Path(__file__).resolve().parent
+LIBRARIES = tuple({sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")})
 
 # The lessons' runs take seconds, and a grader stops a cell after 120 s by default: a process
 # that hangs is stopped before that, with a message that says where it waited.
@@ -143,7 +147,7 @@ os.register_at_fork(after_in_child=_freeze_if_launched)
 
 def _describe(error):
     """What the caller needs to raise `error` again: the error (or its type's name) and its traceback."""
-    frames = error.__traceback__.tb_next  # from the function on: not _RunInProcess.__call__
+    frames = _without_course_frames(error.__traceback__.tb_next)  # from the function on: not _RunInProcess.__call__
     try:
         pickled = pickle.dumps(error)
         pickle.loads(pickled)
@@ -152,6 +156,33 @@ def _describe(error):
     return {"error": pickled, "type": type(error).__name__, "message": str(error),
             "text": "".join(traceback.format_exception(type(error), error, frames)),
             "notebook_lines": _notebook_traceback(error, frames)}
+
+
+def _in_helpers(entry):
+    return Path(entry.tb_frame.f_code.co_filename).resolve().is_relative_to(HELPERS)
+
+
+def _in_a_library(entry):
+    return entry.tb_frame.f_code.co_filename.startswith(LIBRARIES)
+
+
+def _without_course_frames(frames):
+    """`frames` less the frames in helpers/ that lead to the notebook's code (a test's helper that calls
+    the student's function): the student reads the test cell's line and their own code, not the
+    course's plumbing. Where the error comes from helpers or a library the course called, with no
+    notebook code after it, every frame stays."""
+    entries = []
+    while frames is not None:
+        entries.append(frames)
+        frames = frames.tb_next
+    notebook = [index for index, entry in enumerate(entries) if not _in_helpers(entry) and not _in_a_library(entry)]
+    if not notebook:
+        return entries[0] if entries else None
+    kept = [entry for index, entry in enumerate(entries) if index >= notebook[-1] or not _in_helpers(entry)]
+    chain = None
+    for entry in reversed(kept):
+        chain = types.TracebackType(chain, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return chain
 
 
 def _notebook_traceback(error, frames):
