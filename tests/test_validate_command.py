@@ -1,4 +1,4 @@
-"""`nbgrader validate`, typed in a lesson's folder as the README shows it.
+"""`nbgrader validate`, typed in a lesson's folder as docs/students.md shows it.
 
 From notebooks/<lesson>/ (notebooks/nl/<lesson>/ one level deeper):
     JUPYTER_CONFIG_PATH=../../jupyter ../../.venv/bin/nbgrader validate <lesson>.ipynb
@@ -22,7 +22,7 @@ from test_browser import answered
 pytestmark = pytest.mark.slow
 LESSON = "10_sharded_training"  # the shortest lesson
 VENV = Path(sys.executable).parent.parent
-CONFIG_PATH = {"en": "../../jupyter", "nl": "../../../jupyter"}  # as the README gives it
+CONFIG_PATH = {"en": "../../jupyter", "nl": "../../../jupyter"}  # as docs/students.md gives it
 TIMEOUT = ("from nbgrader.apps import ValidateApp\n"
            "app = ValidateApp()\napp.initialize([])\nprint('timeout', app.config.Execute.timeout)")
 
@@ -46,8 +46,8 @@ def readme_env(language):
     return dict(env, JUPYTER_CONFIG_PATH=CONFIG_PATH[language])
 
 
-def test_the_readme_shows_the_command():
-    readme = (VENV.parent / "README.md").read_text()
+def test_the_students_guide_shows_the_command():
+    readme = (VENV.parent / "docs" / "students.md").read_text()
     for language, config in CONFIG_PATH.items():
         venv = config.replace("jupyter", ".venv")
         assert f"JUPYTER_CONFIG_PATH={config} {venv}/bin/nbgrader validate" in readme, language
