@@ -13,8 +13,72 @@ PROFILES holds each lesson's other sizes, as the values its parameters cell woul
   10 * batch_size training pairs (l2-test-processes), 16 (l3-equal), memory_batch divisible by 4
   (lesson 3's micro-batches of memory_batch / 4, / 2, / 1).
 A twelfth lesson is its notebook plus one row here (docs/adding-a-lesson.md).
+
+An Edition is a lesson in a language, and names everything that depends on both: the grader's
+assignment ("01_basic_loop-nl"), nbgrader's course id, the release and run folders. English is the
+source (solutions/ is written in it): SOURCE_LANGUAGE is the one place that says so; the list of
+languages is helpers/language.py's. KERNEL_ENVIRONMENT is what every process that runs a lesson's
+code is given, whoever starts it (make run, the grader, the hub, make lab).
 """
 import ast
+from dataclasses import dataclass
+
+from helpers.language import LANGUAGES
+
+from .paths import BUILD, NOTEBOOKS
+
+SOURCE_LANGUAGE = LANGUAGES[0]
+COURSE_ID = "efficient-training"
+# One torch thread: the course's model is small, so a second thread gains little, and on a busy
+# machine two OpenMP threads that spin-wait for each other made lesson 9 20x slower (course/run.py).
+# Offline: no model or data set is fetched at run time (the model cache holds them).
+KERNEL_ENVIRONMENT = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
+                      "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
+def in_language(folder, language):
+    """`folder` for English, `folder/<language>` for a translation (notebooks/nl, build/run/id)."""
+    return folder if language == SOURCE_LANGUAGE else folder / language
+
+
+def course_id(language):
+    """nbgrader's course id of the course in `language` ("efficient-training-nl")."""
+    return COURSE_ID if language == SOURCE_LANGUAGE else f"{COURSE_ID}-{language}"
+
+
+@dataclass(frozen=True)
+class Edition:
+    """A lesson in a language: Edition("01_basic_loop", "nl")."""
+    lesson: str
+    language: str = SOURCE_LANGUAGE
+
+    @property
+    def translated(self):
+        return self.language != SOURCE_LANGUAGE
+
+    @property
+    def assignment(self):
+        """The grader's and nbgrader's name of it: "01_basic_loop", "01_basic_loop-nl"."""
+        return f"{self.lesson}-{self.language}" if self.translated else self.lesson
+
+    @property
+    def course_id(self):
+        return course_id(self.language)
+
+    @property
+    def release_dir(self):
+        """Where the student release of it is: notebooks/<lesson>/, notebooks/nl/<lesson>/."""
+        return in_language(NOTEBOOKS, self.language) / self.lesson
+
+    @property
+    def run_dir(self):
+        """Where `make run` writes it executed: build/run/, build/run/nl/."""
+        return in_language(BUILD / "run", self.language)
+
+
+def editions(lessons, languages=LANGUAGES):
+    """Every Edition of `lessons` in `languages`, lesson by lesson."""
+    return [Edition(lesson, language) for lesson in lessons for language in languages]
 
 SMALL_01_04 = {"sizes": {"train": 48, "validation": 16, "test": 8}, "batch_size": 4, "epochs": 1}
 PROFILES = {
