@@ -61,7 +61,7 @@ bwrap:
 test: setup $(CHROMIUM) bwrap ## run the test suite
 	$(PYTHON) -m pytest
 
-quick: setup ## the fast tests only (pytest -m "not slow"): a few minutes, for day-to-day work
+quick: setup ## the fast tests only (pytest -m "not slow"): about 2 minutes on a quiet machine, for day-to-day work
 	$(PYTHON) -m pytest -m "not slow"
 
 # one torch thread per kernel: see course/run.py (two threads crawl on a busy machine)
