@@ -230,6 +230,7 @@ def _job(batch, submission, job_dir, slot):
                work=job_dir, template_db=batch.template, scratch=scratch, sandbox=slot.spec,
                kernel_env=batch.kernel_env, protected_packages=tuple(settings.protected),
                preload=tuple(settings.preload), parameters=_parameters(settings, submission),
+               earlier_releases=settings.earlier_releases.get(submission.assignment, {}),
                limits=GradingLimits(cell_timeout=settings.cell_timeout,
                                     submission_timeout=settings.timeout,
                                     output_bytes=settings.max_output_bytes,
