@@ -111,13 +111,17 @@ def _checksum(cell):
 
 
 def restore_structure(nb, release_path):
-    """`nb` (a dict) with the release's cells present once each and in the release's order."""
+    """`nb` (a dict) with the release's cells present once each and in the release's order. A cell
+    with a grade id the release does not have (the instructor removed it after the student fetched
+    the lesson) becomes an ordinary cell: nbgrader's OverwriteCells would fail on it (KeyError)."""
     release = json.loads(nbformat.writes(nbformat.read(release_path, as_version=4)))
     release_cells = dict(_ids(release))
     followers, anchor = {None: []}, None
     for cell in nb["cells"]:
         grade_id = _grade_id(cell)
-        if grade_id in release_cells and grade_id not in followers:
+        if grade_id and grade_id not in release_cells:
+            cell = dict(cell, metadata={k: v for k, v in cell["metadata"].items() if k != "nbgrader"})
+        elif grade_id in release_cells and grade_id not in followers:
             anchor = grade_id
             followers[anchor] = []
         followers[anchor].append(cell)  # a duplicate stays as a follower: nbgrader de-duplicates

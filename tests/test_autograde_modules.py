@@ -160,6 +160,14 @@ def test_an_earlier_release_lists_its_cells_with_a_checksum_of_the_locked_ones()
     assert cells == validate.released_cells(release())  # a dict or a notebook alike
 
 
+def test_a_cell_the_instructor_removed_since_is_an_ordinary_cell(release_path):
+    fetched = changed(release(), lambda cells: [*cells[:3], cell("removed_test", "assert 2", locked=True, grade=True),
+                                                cells[3]])
+    restored = validate.restore_structure(as_dict(fetched), release_path)
+    assert ids(restored) == ["setup", "answer", "test", "assert 2", "other"]
+    assert "nbgrader" not in restored["cells"][3]["metadata"]  # nbgrader's OverwriteCells would fail on it
+
+
 # ---- collect.py ----
 
 def handed_in(root, student, assignment, language=None):
