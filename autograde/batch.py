@@ -181,8 +181,10 @@ def _outcome(future, out, submission):
 def _fingerprints(submissions, assignments, out, settings):
     """{(student, assignment): the fingerprint of what grading it depends on}."""
     rules = settings.grading_rules()
+    # an assignment's own earlier releases, not the others': a lesson released anew regrades only itself
     course = {name: resume.fingerprint(resume.folder_files(out, f"source/{name}", f"release/{name}"),
-                                       rules) for name in assignments}
+                                       {**rules, "earlier_releases": rules["earlier_releases"].get(name, {})})
+              for name in assignments}
     return {(s.student, s.assignment): resume.fingerprint(
                 submitted_files(s, assignments[s.assignment]), course[s.assignment])
             for s in submissions}
