@@ -123,6 +123,10 @@ INSTRUCTORS_EDITS = {
 }
 
 
+def students_edit(cells):
+    return [*cells[:2], cell("test", "assert 'mine'", locked=True, grade=True), cells[3]]
+
+
 @pytest.mark.parametrize("edit", INSTRUCTORS_EDITS.values(), ids=INSTRUCTORS_EDITS)
 def test_a_submission_of_the_release_before_the_instructors_edit_is_no_change(tmp_path, edit):
     now = tmp_path / "now.ipynb"
@@ -137,19 +141,18 @@ def test_a_test_cell_the_student_edited_is_a_change_whichever_release_they_fetch
     nbformat.write(changed(release(), INSTRUCTORS_EDITS["a test cell changed"]), now)
     earlier = [validate.released_cells(release())]
     edit = [["modified", "toy: read-only or test cells edited: test"]]
-    students_edit = lambda cells: [*cells[:2], cell("test", "assert 'mine'", locked=True, grade=True), cells[3]]
     for fetched in (release(), nbformat.read(now, as_version=4)):
         assert validate.check_structure(as_dict(changed(fetched, students_edit)), now, "toy", earlier) == edit
     # and against the release fetched, not today's: the other changes named are the student's own
     deleted = changed(release(), lambda cells: [cells[0], cells[2], cells[3]])
-    assert validate.check_structure(as_dict(deleted), now, "toy", earlier) == [["modified", "toy: cells deleted: answer"]]
+    assert validate.check_structure(as_dict(deleted), now, "toy", earlier) == [
+        ["modified", "toy: cells deleted: answer"]]
 
 
 def test_an_earlier_release_with_fewer_cells_hides_no_change(release_path):
     """Cells a release does not have count against it: a first draft of one cell is no better match."""
     draft = [validate.released_cells(release())[0]]
-    nb = changed(release(), lambda cells: [*cells[:2], cell("test", "assert 'mine'", locked=True, grade=True), cells[3]])
-    assert validate.check_structure(as_dict(nb), release_path, "toy", [draft]) == [
+    assert validate.check_structure(as_dict(changed(release(), students_edit)), release_path, "toy", [draft]) == [
         ["modified", "toy: read-only or test cells edited: test"]]
 
 
