@@ -61,9 +61,9 @@ def test_segments_give_the_markdown_back_and_one_unit_per_paragraph():
         ("code", "```python\nx = 1  # a comment\n\ny = 2\n```"),
         ("paragraph", "<details><summary>Hint 1: the idea</summary>"), ("paragraph", "A hint.")]  # no "</details>"
     for lesson in LESSONS:  # every real cell survives the round trip
-        for cell in cells(i18n.ROOT / "solutions" / lesson / f"{lesson}.ipynb"):
+        for cell in cells(ROOT / "solutions" / lesson / f"{lesson}.ipynb"):
             if cell["cell_type"] == "markdown":
-                source = i18n._source(cell)
+                source = i18n.cell_source(cell)
                 assert "".join(p if isinstance(p, str) else p.text for p in i18n.segments(source)) == source
 
 
@@ -122,7 +122,7 @@ def test_generated_notebook_is_the_english_release_with_translated_markdown(less
                 k: v for k, v in cell["metadata"].get("nbgrader", {}).items() if k != "checksum"}}}
             assert strip(mine) == strip(theirs)
         elif "parameters" in mine["metadata"].get("tags", []):
-            assert i18n._source(mine) == i18n.LANGUAGE_SETTING.sub(rf'\g<1>"{lang}"', i18n._source(theirs))
+            assert i18n.cell_source(mine) == i18n.LANGUAGE_SETTING.sub(rf'\g<1>"{lang}"', i18n.cell_source(theirs))
         else:
             assert mine == theirs, f"{path}: cell {mine['id']} differs from the English release"
 
@@ -277,9 +277,9 @@ def test_make_run_translates_the_solutions_it_executes(tmp_path):
     code = lambda notebook: [c["source"] for c in notebook if c["cell_type"] == "code"  # noqa: E731
                              and "parameters" not in c["metadata"].get("tags", [])]
     assert code(dutch) == code(english)
-    assert any(re.search(r'^course_language(: str)? = "nl"', i18n._source(c), re.M) for c in dutch)
-    assert [i18n._source(c) for c in dutch if c["cell_type"] == "markdown"] == [
-        i18n.render_markdown(i18n._source(c), {e.msgid: e.msgstr for e in i18n.load(i18n.catalog_path(lesson, "nl"))
+    assert any(re.search(r'^course_language(: str)? = "nl"', i18n.cell_source(c), re.M) for c in dutch)
+    assert [i18n.cell_source(c) for c in dutch if c["cell_type"] == "markdown"] == [
+        i18n.render_markdown(i18n.cell_source(c), {e.msgid: e.msgstr for e in i18n.load(i18n.catalog_path(lesson, "nl"))
                                               if e.translated() and e.msgctxt == c["id"]}, "[nog niet vertaald]")
         for c in english if c["cell_type"] == "markdown"]
 

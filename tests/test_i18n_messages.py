@@ -145,11 +145,11 @@ def test_the_graders_source_has_hidden_tests_in_the_notebooks_language(tmp_path)
         for mine, theirs in zip(translated["cells"], english["cells"]):
             if mine["cell_type"] == "code" and "parameters" not in mine["metadata"].get("tags", []):
                 # outside the hidden tests the code is the English code
-                assert HIDDEN.sub("", i18n._source(mine)) == HIDDEN.sub("", i18n._source(theirs)), mine["id"]
-                assert not [node.value for node in i18n._message_literals(i18n._source(mine), mine["id"])
-                            if node.lineno in i18n.hidden_lines(i18n._source(mine))
+                assert HIDDEN.sub("", i18n.cell_source(mine)) == HIDDEN.sub("", i18n.cell_source(theirs)), mine["id"]
+                assert not [node.value for node in i18n.message_literals(i18n.cell_source(mine), mine["id"])
+                            if node.lineno in i18n.hidden_lines(i18n.cell_source(mine))
                             and hidden_catalog(lang).find(node.value)], f"{mine['id']}: English left in {lang}"
-        sources = "\n".join(i18n._source(cell) for cell in translated["cells"])
+        sources = "\n".join(i18n.cell_source(cell) for cell in translated["cells"])
         assert (dutch in sources) == (lang == "nl") and "Plain SGD keeps no state" not in sources
 
 
@@ -158,7 +158,7 @@ def test_translate_hidden_tests_replaces_only_the_hidden_messages(tmp_path, monk
     catalog.append(polib.POEntry(msgid="Keep {n} × less.", msgstr="Houd {n} × minder."))
     catalog.append(polib.POEntry(msgid="Not done.", msgstr="Oud.", flags=["fuzzy"]))
     catalog.save(str(tmp_path / "hidden-tests.po"))
-    monkeypatch.setattr(i18n, "catalog_path", lambda domain, language: tmp_path / f"{domain}.po")
+    monkeypatch.setattr(i18n.translate, "catalog_path", lambda domain, language: tmp_path / f"{domain}.po")
     source = ('assert a, helpers.message("Keep {n} × less.", n=1)\n### BEGIN HIDDEN TESTS\n'
               'assert b, "é" and helpers.message(\n    "Keep {n} "\n    "× less.", n=2)\n'
               'assert c, helpers.message("Not done.")\n### END HIDDEN TESTS\nprint(helpers.message("Not done."))\n')
