@@ -15,6 +15,7 @@ import polib
 import pytest
 
 from course import i18n
+from course.lessons import Edition
 from course.paths import NOTEBOOKS, SOLUTIONS, lessons
 from helpers.language import LOCALE as HELPERS_LOCALE
 
@@ -141,7 +142,7 @@ def test_the_graders_source_has_hidden_tests_in_the_notebooks_language(tmp_path)
     assert json.loads((tmp_path / lesson / f"{lesson}.ipynb").read_text()) == english
     dutch = hidden_catalog("nl").find("Plain SGD keeps no state: 0 bytes.").msgstr
     for lang in i18n.LANGUAGES:
-        translated = json.loads((tmp_path / i18n.assignment(lesson, lang) / f"{lesson}.ipynb").read_text())
+        translated = json.loads((tmp_path / Edition(lesson, lang).assignment / f"{lesson}.ipynb").read_text())
         for mine, theirs in zip(translated["cells"], english["cells"]):
             if mine["cell_type"] == "code" and "parameters" not in mine["metadata"].get("tags", []):
                 # outside the hidden tests the code is the English code

@@ -20,8 +20,9 @@ A fuzzy or untranslated entry is shown in English with a "not yet translated" ma
 
 The package, by concern: markdown.py (a cell cut into Units and put back), extract.py (the
 templates from solutions/ and helpers/), catalogs.py (the files, the merge, the counts),
-translate.py (a notebook in a language), this file (every catalog at once: update, stale_catalogs,
-stats) and __main__.py (the command).
+translate.py (a lesson in a language: the one route from a solution to the notebook that the
+release, the grader and `make run` start from), this file (every catalog at once: update,
+stale_catalogs, stats) and __main__.py (the command).
 """
 from pathlib import Path
 
@@ -31,15 +32,15 @@ from .catalogs import (HELPERS_DOMAIN, HIDDEN_DOMAIN, LANGUAGES, catalog_path, c
 from .extract import (HIDDEN_TESTS, cell_source, helpers_template, hidden_lines, hidden_template, lesson_template,
                       message_literals, placeholders)
 from .markdown import CODE_SPAN, Unit, code_spans, render_markdown, segments
-from .translate import (LANGUAGE_SETTING, assignment, grading_source, translate_hidden_tests, translate_lessons,
-                        translated_notebook, write_notebook)
+from .translate import (LANGUAGE_PARAMETER, edition_notebook, grading_source, translate_hidden_tests,
+                        translate_lessons, translate_notebook, write_notebook, write_source)
 
-__all__ = ["CODE_SPAN", "HELPERS_DOMAIN", "HIDDEN_DOMAIN", "HIDDEN_TESTS", "LANGUAGES", "LANGUAGE_SETTING", "Unit",
-           "assignment", "catalog_path", "cell_source", "code_spans", "counts", "domains", "fresh_template",
+__all__ = ["CODE_SPAN", "HELPERS_DOMAIN", "HIDDEN_DOMAIN", "HIDDEN_TESTS", "LANGUAGES", "LANGUAGE_PARAMETER", "Unit",
+           "catalog_path", "cell_source", "code_spans", "counts", "domains", "edition_notebook", "fresh_template",
            "grading_source", "helpers_template", "hidden_lines", "hidden_template", "lesson_template", "load",
            "merge", "message_literals", "placeholders", "render_markdown", "segments", "stale_catalogs", "stats",
-           "template_path", "translate_hidden_tests", "translate_lessons", "translated_notebook", "update",
-           "write_notebook"]
+           "template_path", "translate_hidden_tests", "translate_lessons", "translate_notebook", "update",
+           "write_notebook", "write_source"]
 
 
 def domains(source=SOLUTIONS):

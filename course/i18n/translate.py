@@ -1,71 +1,62 @@
-"""A lesson's notebook in a language: its markdown from the lesson's catalog, `course_language` set in
-its parameters cell, and (for the grader's source) the messages of its hidden tests from the hidden
-tests' catalog. Code, tests and metadata stay the English ones.
+"""A lesson in a language (an Edition, course/lessons.py) as a notebook: the one route from a solution
+to the notebook that the release, the grader and `make run` start from (edition_notebook).
+
+A translated Edition is the solution with three things changed: the markdown cells (from the
+lesson's catalog), the value of `course_language` in the parameters cell, and the messages of the
+hidden tests (from the hidden tests' catalog, so that a failing hidden test speaks the student's
+language in the grader's kernel, which reads only helpers/locale). Code, tests and metadata stay
+the English ones. nbgrader makes the student release of each Edition from it (course/release.py)
+and grades against the same notebook, so every checksum is nbgrader's own.
 """
 import json
-import re
 from pathlib import Path
 
-from autograde.assignments import assignment
+from nbformat import from_dict
+
 from helpers.language import NOT_YET_TRANSLATED
 
+from ..lessons import Edition, editions, parameters_cell, with_parameters
 from ..paths import SOLUTIONS, lessons
-from .catalogs import HIDDEN_DOMAIN, LANGUAGES, catalog_path, load, translations
+from .catalogs import HIDDEN_DOMAIN, catalog_path, load, translations
 from .extract import cell_source, hidden_lines, message_literals
 from .markdown import render_markdown
 
-LANGUAGE_SETTING = re.compile(r'^(course_language\s*(?::\s*\w+\s*)?=\s*)"en"', re.M)  # with a type hint or not
+LANGUAGE_PARAMETER = "course_language"  # the parameters cell's name for the notebook's language
 
 
-def translated_notebook(path, language, lesson=None):
-    """The notebook at `path` (a lesson's solution or its English release) in `language`, as a dict.
+def edition_notebook(edition, source=SOLUTIONS):
+    """The notebook of `edition` (a dict, with its solutions and hidden tests): the lesson's solution
+    in `source`, as written for English, translated for another language."""
+    notebook = json.loads((Path(source) / edition.lesson / f"{edition.lesson}.ipynb").read_text())
+    if not edition.translated:
+        return notebook
+    return translate_hidden_tests(translate_notebook(notebook, edition), edition.language)
 
-    Only two things change: the markdown cells (from the lesson's catalog) and the value of
-    `course_language` in the parameters cell. Locked cells get their nbgrader checksum anew, so
-    that nbgrader accepts the translated text as the release's own.
-    """
-    from nbformat import from_dict
-    from nbgrader.utils import compute_checksum
 
-    lesson = lesson or Path(path).stem
-    notebook = json.loads(Path(path).read_text())
-    finished = translations(lesson, language)
-    for cell in notebook["cells"]:
-        if cell["cell_type"] == "markdown":
-            text = render_markdown(cell_source(cell), finished.get(cell["id"], {}), NOT_YET_TRANSLATED[language])
-            cell["source"] = text.splitlines(keepends=True)  # as nbformat stores it
-        elif "parameters" in cell["metadata"].get("tags", []):
-            text, found = LANGUAGE_SETTING.subn(rf'\g<1>"{language}"', cell_source(cell))
-            if found != 1:
-                raise ValueError(f"{path}: the parameters cell needs one line course_language = \"en\"")
-            cell["source"] = text.splitlines(keepends=True)
-        if "checksum" in cell["metadata"].get("nbgrader", {}):
-            as_read = from_dict({**cell, "source": cell_source(cell)})  # nbgrader hashes the source as one string
-            cell["metadata"]["nbgrader"]["checksum"] = compute_checksum(as_read)
+def translate_notebook(notebook, edition):
+    """`notebook` (a dict: the solution or the release of `edition`'s lesson in English) with the
+    markdown from the lesson's catalog and `course_language` set to the edition's language."""
+    notebook = from_dict(notebook)
+    finished = translations(edition.lesson, edition.language)
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            text = render_markdown(cell_source(cell), finished.get(cell.id, {}), NOT_YET_TRANSLATED[edition.language])
+            cell.source = text.splitlines(keepends=True)  # as nbformat stores it
+    cell = parameters_cell(notebook)
+    try:
+        text = with_parameters(cell_source(cell), {LANGUAGE_PARAMETER: edition.language}) if cell else None
+    except KeyError as error:
+        raise ValueError(f"{edition.lesson}: {error.args[0]}") from None
+    if text is None:
+        raise ValueError(f"{edition.lesson}: no code cell is tagged parameters")
+    cell.source = text.splitlines(keepends=True)
     return notebook
-
-
-def write_notebook(notebook, path):
-    """Write as nbformat does (1-space indent, sorted keys, newline at the end)."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
-
-
-def translate_lessons(out, language, source=SOLUTIONS, names=None):
-    """Write OUT/<lesson>/<lesson>.ipynb in `language` for each lesson of `source`; return the paths."""
-    paths = []
-    for lesson in names or lessons(source):
-        path = Path(out) / lesson / f"{lesson}.ipynb"
-        write_notebook(translated_notebook(Path(source) / lesson / f"{lesson}.ipynb", language), path)
-        paths.append(path)
-    return paths
 
 
 def translate_hidden_tests(notebook, language):
     """`notebook` (a dict, with hidden tests) with the English of each message("...") in its hidden
     tests replaced by the hidden tests' catalog's translation (English with the "not yet
-    translated" marker where it has none), so that a failing hidden test speaks the student's
-    language in the grader's kernel, which reads only helpers/locale. For the grader's source only."""
+    translated" marker where it has none)."""
     translated = {entry.msgid: entry.msgstr if entry.translated() else f"{entry.msgid} {NOT_YET_TRANSLATED[language]}"
                   for entry in load(catalog_path(HIDDEN_DOMAIN, language)) or [] if not entry.obsolete}
     for cell in notebook["cells"]:
@@ -87,15 +78,32 @@ def translate_hidden_tests(notebook, language):
     return notebook
 
 
+def write_notebook(notebook, path):
+    """Write as nbformat does (1-space indent, sorted keys, newline at the end)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def write_source(out, chosen, source=SOLUTIONS):
+    """An nbgrader source folder of the Editions `chosen`: OUT/<assignment>/<lesson>.ipynb for each
+    (01_basic_loop/, 01_basic_loop-nl/ ...); return the assignments' names."""
+    for edition in chosen:
+        write_notebook(edition_notebook(edition, source), Path(out) / edition.assignment / f"{edition.lesson}.ipynb")
+    return [edition.assignment for edition in chosen]
+
+
 def grading_source(out, source=SOLUTIONS, names=None):
-    """An nbgrader source folder for a class that mixes languages: OUT/<lesson>/ (English) and
-    OUT/<lesson>-<language>/ (translated), each holding <lesson>.ipynb; return the assignments."""
-    written = []
+    """The grader's source for a class that mixes languages: every lesson (or `names`) in every
+    language (write_source); return the assignments."""
+    return write_source(out, editions(names or lessons(source)), source)
+
+
+def translate_lessons(out, language, source=SOLUTIONS, names=None):
+    """Write OUT/<lesson>/<lesson>.ipynb in `language` for each lesson of `source` (`make run`);
+    return the paths."""
+    paths = []
     for lesson in names or lessons(source):
-        for language in ("en", *LANGUAGES):
-            notebook = Path(source) / lesson / f"{lesson}.ipynb"
-            content = (json.loads(notebook.read_text()) if language == "en"
-                       else translate_hidden_tests(translated_notebook(notebook, language), language))
-            write_notebook(content, Path(out) / assignment(lesson, language) / f"{lesson}.ipynb")
-            written.append(assignment(lesson, language))
-    return written
+        path = Path(out) / lesson / f"{lesson}.ipynb"
+        write_notebook(edition_notebook(Edition(lesson, language), source), path)
+        paths.append(path)
+    return paths
