@@ -30,7 +30,7 @@ from ..paths import ROOT, SOLUTIONS, lessons
 from .catalogs import (HELPERS_DOMAIN, HIDDEN_DOMAIN, LANGUAGES, catalog_path, counts, load, merge, new_catalog,
                        template_path)
 from .extract import (HIDDEN_TESTS, cell_source, helpers_template, hidden_lines, hidden_template, lesson_template,
-                      message_literals, placeholders)
+                      message_literals, placeholders, text_arguments)
 from .markdown import CODE_SPAN, Unit, code_spans, render_markdown, segments
 from .translate import (LANGUAGE_PARAMETER, edition_notebook, grading_source, translate_hidden_tests,
                         translate_lessons, translate_notebook, write_notebook, write_source)
@@ -39,7 +39,7 @@ __all__ = ["CODE_SPAN", "HELPERS_DOMAIN", "HIDDEN_DOMAIN", "HIDDEN_TESTS", "LANG
            "catalog_path", "cell_source", "code_spans", "counts", "domains", "edition_notebook", "fresh_template",
            "grading_source", "helpers_template", "hidden_lines", "hidden_template", "lesson_template", "load",
            "merge", "message_literals", "placeholders", "render_markdown", "segments", "stale_catalogs", "stats",
-           "template_path", "translate_hidden_tests", "translate_lessons", "translate_notebook", "update",
+           "template_path", "text_arguments", "translate_hidden_tests", "translate_lessons", "translate_notebook", "update",
            "write_notebook", "write_source"]
 
 

@@ -2,7 +2,7 @@
 
 - A lesson's template: one entry per markdown Unit (course/i18n/markdown.py), msgctxt = the cell's id.
 - helpers' template: every `message("...")` in helpers/, in the feedback page and in the lessons'
-  code cells, and the title and series names given to `plot_history` (message_literals).
+  code cells, and the title and series names given to `plot_history` (text_arguments).
 - The hidden tests' template: what only the lines between `### BEGIN HIDDEN TESTS` and
   `### END HIDDEN TESTS` write, kept out of helpers/locale, which every student can read.
 A message written otherwise (a variable, an f-string) cannot be extracted and stays English.
@@ -55,7 +55,16 @@ def _messages_in(code, where):
 
 
 def message_literals(code, where):
-    """The string constants (ast nodes) that _messages_in reads."""
+    """The string constants (ast nodes) that _messages_in reads: the text_arguments written as literals."""
+    return [text for text in text_arguments(code, where)
+            if isinstance(text, ast.Constant) and isinstance(text.value, str)]
+
+
+def text_arguments(code, where):
+    """The ast nodes of `code` that give a student text: the first argument of each message(...), and
+    plot_history's title and series names (the keys of a dict written in the call; a History(...)
+    has none). A node that is not a string literal (a variable, an f-string, a comprehension) is
+    text the catalogs cannot extract: it stays English in every language."""
     magic = ("%", "!")  # IPython's magics and shell lines are not Python
     tree = ast.parse("\n".join("pass" if line.startswith(magic) else line for line in code.splitlines()),
                      filename=where)
@@ -63,16 +72,21 @@ def message_literals(code, where):
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
-        name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
-        texts = []
+        name = _name(node.func)
         if name == "message" and node.args:
-            texts = [node.args[0]]
+            found.append(node.args[0])
         elif name == "plot_history":
-            texts = [keyword.value for keyword in node.keywords if keyword.arg == "title"]
-            if node.args and isinstance(node.args[0], ast.Dict):
-                texts += node.args[0].keys
-        found += [text for text in texts if isinstance(text, ast.Constant) and isinstance(text.value, str)]
+            found += [keyword.value for keyword in node.keywords if keyword.arg == "title"] + node.args[1:2]
+            series = node.args[0] if node.args else None
+            if isinstance(series, ast.Dict):
+                found += [series if key is None else key for key in series.keys]  # None: a **mapping
+            elif series is not None and not (isinstance(series, ast.Call) and _name(series.func) == "History"):
+                found.append(series)
     return found
+
+
+def _name(function):
+    return getattr(function, "id", None) or getattr(function, "attr", None)
 
 
 def hidden_lines(code):
