@@ -1,4 +1,4 @@
-"""The course in en, nl and id from one source (course/i18n.py, helpers/language.py).
+"""The course in en, nl and id from one source (course/i18n/, helpers/language.py).
 
 Staleness can't hide: the templates are what extraction from solutions/ gives now, the catalogs
 are merged with them, and notebooks/<nl|id>/ are what the catalogs make of the English release.
