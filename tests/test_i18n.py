@@ -15,7 +15,7 @@ import polib
 import pytest
 
 from course import i18n
-from course.lessons import Edition, with_parameters
+from course.lessons import Edition
 from course.paths import NOTEBOOKS, ROOT, lessons
 from helpers import language
 from helpers.language import LANGUAGES
@@ -118,6 +118,8 @@ def test_generated_notebook_is_the_english_release_with_translated_markdown(less
     The checksums are nbgrader's of the translated text (its release of the translated lesson)."""
     from nbformat import from_dict
     from nbgrader.utils import compute_checksum
+
+    from course.lessons import with_parameters
 
     english = json.loads((NOTEBOOKS / lesson / f"{lesson}.ipynb").read_text())
     path = NOTEBOOKS / lang / lesson / f"{lesson}.ipynb"
