@@ -17,6 +17,7 @@ import pytest
 from course import i18n
 from course.paths import NOTEBOOKS, ROOT, lessons
 from helpers import language
+from taught import needs
 
 LESSONS = lessons()
 CATALOGS = [(domain, lang) for domain in i18n.domains() for lang in i18n.LANGUAGES]
@@ -195,6 +196,7 @@ def test_message_follows_the_language_and_marks_what_is_not_translated(tmp_path,
     (tmp_path / "nl" / "LC_MESSAGES").mkdir(parents=True)
     catalog.save(str(tmp_path / "nl" / "LC_MESSAGES" / "helpers.po"))
     monkeypatch.setattr(language, "LOCALE", tmp_path)
+    monkeypatch.setattr(language, "LANGUAGES", ("en", "nl"))  # whatever the course teaches
     language.catalog.cache_clear()
     monkeypatch.setattr(language, "_language", "en")
     try:
@@ -221,6 +223,7 @@ def test_the_language_is_course_lang_never_the_shells_lang(command, expected):
     assert out.endswith(expected), out
 
 
+@needs("nl", "id")
 def test_class_report_shows_a_lesson_across_languages():
     from autograde import class_report
     from autograde.assignments import lesson_and_language
@@ -241,6 +244,7 @@ def test_class_report_shows_a_lesson_across_languages():
         ["l1-test", "1/1 (100 %)", "1/2 (50 %)", "1/1 (100 %)", "3/4 (75 %)"]])]
 
 
+@needs("nl", "id")
 def test_the_grader_files_each_submission_under_its_notebooks_language(tmp_path):
     """A Dutch or Indonesian notebook handed in as 01_basic_loop (nbgrader collect, an LMS export) is
     graded as 01_basic_loop-nl / -id; an English one in the -nl folder as 01_basic_loop."""
@@ -267,6 +271,8 @@ def test_the_grader_files_each_submission_under_its_notebooks_language(tmp_path)
     assert [(s.student, s.assignment) for s in found] == [
         ("asari", f"{lesson}-id"), ("jdoe", f"{lesson}-nl"), ("smith", lesson)]
 
+
+@needs("nl")
 def test_make_run_translates_the_solutions_it_executes(tmp_path):
     """`make run COURSE_LANG=nl` runs the solutions with the Dutch markdown and course_language = "nl"."""
     lesson = LESSONS[0]
