@@ -1,8 +1,9 @@
 """Adding a lesson and a language is what docs/adding-a-lesson.md and docs/translating.md say.
 
 In a temporary copy of the repository (tests/course_copy.py; this checkout is never written), a
-throw-away lesson `11_throwaway` (two tiny exercises) and a throw-away language (German, "de") are
-added by following the docs' steps and nothing else. Then, as an author would: `make release`
+throw-away lesson `11_throwaway` (`make lesson`'s skeleton: two tiny exercises) and a throw-away
+language (German, "de") are added by following the docs' steps and nothing else. Then, as an
+author would: `make release`
 (python -m course.release), `make run` of the new lesson in the new language (python -m course.run),
 `make autograde` of a perfect German and a blank English submission (python -m course.grade), and
 the fast tests that hold every lesson to a rule, run in the copy. A step the docs miss fails here:
@@ -11,13 +12,12 @@ write it into the docs, or make the code not need it.
 import csv
 import re
 import subprocess
-from pathlib import Path
 
 import nbformat
 import pytest
 
 from course.paths import ROOT
-from course_copy import copy_repository, edit, python
+from course_copy import copy_repository, edit, environment, python
 
 pytestmark = pytest.mark.slow
 
@@ -25,92 +25,21 @@ LESSON = "11_throwaway"
 LANGUAGE = "de"
 # the tests that hold every lesson (and every language) to a rule; the translations are not done (new
 # entries, an empty German catalog), so the test that says so is left out here and checked on its own
-RULES = ["tests/test_notebooks.py::test_the_lessons_are_there", "tests/test_notebooks.py::test_lesson_is_committed_clean",
-         "tests/test_profile.py", "tests/test_parameters.py", "tests/test_exercise_text.py", "tests/test_i18n_messages.py",
+RULES = ["tests/test_notebooks.py::test_the_lessons_are_there",
+         "tests/test_notebooks.py::test_lesson_is_committed_clean", "tests/test_profile.py",
+         "tests/test_parameters.py", "tests/test_exercise_text.py", "tests/test_i18n_messages.py",
          "tests/test_claims.py::test_lesson_1_lists_every_lesson_and_only_the_last_ends_the_course",
          "tests/test_claims.py::test_lessons_after_the_slides_do_not_cite_slides",
          "tests/test_autograde_mistakes.py::test_every_exercise_has_four_mistakes",
          "tests/test_i18n.py", "-k", "not translations_are_complete and not glossary_has_every_term"]
 
 
-def markdown(cell_id, text):
-    return nbformat.v4.new_markdown_cell(text, id=cell_id, metadata={"nbgrader": nbgrader(cell_id)})
-
-
-def code(cell_id, text, **flags):
-    return nbformat.v4.new_code_cell(text, id=cell_id, metadata={"nbgrader": nbgrader(cell_id, **flags)})
-
-
-def nbgrader(cell_id, **flags):
-    """nbgrader's metadata of a cell, as its Create Assignment toolbar writes it: read-only by default."""
-    return {"grade": False, "grade_id": cell_id, "locked": True, "schema_version": 3, "solution": False,
-            "task": False, **flags}
-
-
-def answer(cell_id, text):
-    return code(cell_id, text, locked=False, solution=True)
-
-
-def graded_cell(cell_id, text, points):
-    return code(cell_id, text, grade=True, points=points)
-
-
-HINTS = ("<details><summary>Hint 1: the idea</summary>\n\n{idea}\n\n</details>\n\n"
-         "<details><summary>Hint 2: the API</summary>\n\n{api}\n\n</details>\n")
-
-
-def throwaway_lesson():
-    """Lesson 11, by docs/adding-a-lesson.md's rules: ids `l11-`, one parameters cell, two exercises each
-    with its test cell `l11-test-<exercise>`, messages through helpers.message, the course's last words."""
-    parameters = nbformat.v4.new_code_cell(
-        "# Parameters: small and fast by default; a real run's setting is in the comments.\n"
-        'sizes: dict[str, int] = {"train": 32, "validation": 16, "test": 8}  # None: the whole data set\n'
-        "warmup_steps: int = 4           # 100: optimizer steps of the warm-up\n"
-        'course_language: str = "en"     # "nl": Nederlands, "id": Bahasa Indonesia (messages and plots)\n',
-        id="l11-parameters", metadata={"tags": ["parameters"]})
-    cells = [
-        markdown("l11-title", "# Lesson 11: A throw-away lesson\n\nThe learning rate grows over the first steps."),
-        markdown("l11-settings", "## Settings\n\nSmall and fast by default."),
-        parameters,
-        code("l11-imports", "import helpers\nhelpers.use_language(course_language)\n\n"
-                            "with helpers.quiet():\n    data = helpers.load_data(None, sizes=sizes)\n"),
-        markdown("l11-exercise1", "### Exercise 1: the warm-up factor (1 point)\n\nWrite `warmup_factor(step, "
-                                  "warmup_steps)`: the factor of optimizer step `step` (0, 1, ...), which grows "
-                                  "in equal parts to 1 and then stays there.\n\n"
-                 + HINTS.format(idea="Step 0 is the first of the warm-up steps.", api="`min` of two numbers.")),
-        answer("l11-warmup-factor", "def warmup_factor(step, warmup_steps):\n    ### BEGIN SOLUTION\n"
-                                    "    return min(1.0, (step + 1) / warmup_steps)\n    ### END SOLUTION\n"),
-        graded_cell("l11-test-warmup-factor", "got = [warmup_factor(step, 4) for step in range(6)]\n"
-                  "assert got == [0.25, 0.5, 0.75, 1.0, 1.0, 1.0], helpers.message(\n"
-                  '    "Steps 0 to 5 gave {got}: grow to 1 in 4 steps, then stay at 1.", got=got)\n'
-                  "### BEGIN HIDDEN TESTS\ngot = warmup_factor(0, 1)\n"
-                  'assert got == 1.0, helpers.message("With one warm-up step, step 0 gave {got}.", got=got)\n'
-                  "### END HIDDEN TESTS\n"
-                  'print(helpers.message("Correct: the factor grows to 1 in {steps} steps.", steps=4))\n', points=1),
-        markdown("l11-exercise2", "### Exercise 2: the training pairs (1 point)\n\nWrite `count_pairs(data)`: how "
-                                  "many sentence pairs the training split of `data` holds.\n\n"
-                 + HINTS.format(idea="`data` is a dictionary of splits.", api="`len` of a split.")),
-        answer("l11-count-pairs", 'def count_pairs(data):\n    ### BEGIN SOLUTION\n    return len(data["train"])\n'
-                                  "    ### END SOLUTION\n"),
-        graded_cell("l11-test-count-pairs", "got = count_pairs(data)\nassert got == sizes[\"train\"], helpers.message(\n"
-                  '    "count_pairs gave {got}; the training split holds {pairs} pairs.", got=got, pairs=sizes["train"])\n'
-                  'print(helpers.message("Correct: {pairs} training pairs.", pairs=got))\n', points=1),
-        code("l11-show", 'print(helpers.message("After {steps} steps the factor is {factor:.2f}.", steps=warmup_steps,\n'
-                         "                      factor=warmup_factor(warmup_steps - 1, warmup_steps)))\n"),
-        markdown("l11-summary", "## Summary\n\n- The factor grows to 1 in equal parts.\n\n"
-                                "This is the end of the course. Well done!"),
-    ]
-    notebook = nbformat.v4.new_notebook(cells=cells)
-    notebook.metadata = {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
-                                        "name": "python3"}, "language_info": {"name": "python"}}
-    return notebook
-
-
 # tests/test_autograde_mistakes.py's MISTAKES: four typical wrong answers per exercise
 MISTAKES = '''    "l11-warmup-factor": [
         ("starts at 0", "def warmup_factor(step, warmup_steps):\\n    return min(1.0, step / warmup_steps)\\n"),
         ("no cap at 1", "def warmup_factor(step, warmup_steps):\\n    return (step + 1) / warmup_steps\\n"),
-        ("// instead of /", "def warmup_factor(step, warmup_steps):\\n    return min(1, (step + 1) // warmup_steps)\\n"),
+        ("// instead of /", "def warmup_factor(step, warmup_steps):\\n"
+                            "    return min(1, (step + 1) // warmup_steps)\\n"),
         ("no warm-up", "def warmup_factor(step, warmup_steps):\\n    return 1.0\\n"),
     ],
     "l11-count-pairs": [
@@ -123,13 +52,11 @@ MISTAKES = '''    "l11-warmup-factor": [
 
 
 def add_lesson(copy):
-    """docs/adding-a-lesson.md, "Adding a lesson", steps 1 to 9 (10 is the release)."""
-    folder = copy / "solutions" / LESSON
-    folder.mkdir()
-    nbformat.write(throwaway_lesson(), folder / f"{LESSON}.ipynb")  # steps 1-6
-    edit(copy / "course" / "lessons.py", '                                      "steps": 2}},\n}',  # step 7
-         '                                      "steps": 2}},\n'
-         f'    "{LESSON}": {{"small": {{"sizes": {{"train": 16, "validation": 8, "test": 8}}}}}},\n}}')
+    """docs/adding-a-lesson.md, "Adding a lesson", steps 1 to 9 (10 is the release): `make lesson`
+    writes the skeleton (steps 1-7), whose example exercises the throw-away lesson keeps."""
+    made = subprocess.run(["make", "--no-print-directory", "-o", ".venv/.installed", "lesson", f"NAME={LESSON}"],
+                          cwd=copy, env=environment(copy), capture_output=True, text=True)
+    assert made.returncode == 0 and "wrote solutions/" in made.stdout, made.stdout + made.stderr
     edit(copy / "tests" / "test_autograde_mistakes.py", "    ],\n}\n# The table's Validate column",  # step 8
          "    ],\n" + MISTAKES + "}\n# The table's Validate column")
     edit_markdown(copy, "01_basic_loop", "optimizer state.\n", "optimizer state.\n11. A **throw-away lesson**.\n")
@@ -196,7 +123,8 @@ def perfect(course, language):
     """The release in `language` with the solutions' answers put in, as a student who gets it right hands it in."""
     folder = course / "notebooks" / (language if language != "en" else "")
     notebook = nbformat.read(folder / LESSON / f"{LESSON}.ipynb", as_version=4)
-    answers = {cell.id: cell.source for cell in throwaway_lesson().cells if cell.metadata.get("nbgrader", {}).get("solution")}
+    solution = nbformat.read(course / "solutions" / LESSON / f"{LESSON}.ipynb", as_version=4)
+    answers = {cell.id: cell.source for cell in solution.cells if cell.metadata.get("nbgrader", {}).get("solution")}
     for cell in notebook.cells:
         if cell.id in answers:
             cell.source = re.sub(r"\s*### (BEGIN|END) SOLUTION", "", answers[cell.id])
