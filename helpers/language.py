@@ -33,7 +33,8 @@ LANGUAGE_TABLE = {"en": ("English", None),
                   "id": ("Indonesian", "[belum diterjemahkan]")}
 # The languages this course teaches, English first: every language of the table, unless a course
 # teaches fewer, for example LANGUAGES = ("en", "nl") while the Indonesian is not finished. Nothing
-# else changes (docs/translating.md): `make release` drops the others' notebooks and keeps their catalogs.
+# else changes (docs/translating.md): `make release` drops the others' notebooks and keeps their catalogs,
+# which helpers still reads where a kernel asks for the language (use_language).
 LANGUAGES = tuple(LANGUAGE_TABLE)
 assert LANGUAGES[0] == "en" and set(LANGUAGES) <= set(LANGUAGE_TABLE), (
     "LANGUAGES: English, then rows of the table")
@@ -46,10 +47,11 @@ _language = "en"
 
 
 def use_language(language):
-    """Set the language of helpers' messages and plots: "en", "nl" or "id"."""
+    """Set the language of helpers' messages and plots: "en", "nl", "id" (a code of LANGUAGE_TABLE, whose
+    catalogs helpers has, taught by the course or not)."""
     global _language
-    if language not in LANGUAGES:
-        raise ValueError(f"course_language must be one of {LANGUAGES}, got {language!r}")
+    if language not in LANGUAGE_TABLE:
+        raise ValueError(f"course_language must be one of {tuple(LANGUAGE_TABLE)}, got {language!r}")
     _language = language
 
 
