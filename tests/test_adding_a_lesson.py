@@ -16,6 +16,7 @@ import subprocess
 import nbformat
 import pytest
 
+from course.lessons import in_language
 from course.paths import ROOT
 from course_copy import copy_repository, edit, environment, python
 
@@ -121,8 +122,7 @@ def test_the_lesson_runs_in_the_language(course, tmp_path):
 
 def perfect(course, language):
     """The release in `language` with the solutions' answers put in, as a student who gets it right hands it in."""
-    folder = course / "notebooks" / (language if language != "en" else "")
-    notebook = nbformat.read(folder / LESSON / f"{LESSON}.ipynb", as_version=4)
+    notebook = nbformat.read(in_language(course / "notebooks", language) / LESSON / f"{LESSON}.ipynb", as_version=4)
     solution = nbformat.read(course / "solutions" / LESSON / f"{LESSON}.ipynb", as_version=4)
     answers = {cell.id: cell.source for cell in solution.cells if cell.metadata.get("nbgrader", {}).get("solution")}
     for cell in notebook.cells:
