@@ -8,16 +8,12 @@ needs (python -m course.grade writes it from the course's lessons and helpers' c
                                           "parameters": {"batch_size": "4"}}, ...},
      "languages": {"nl": {"name": "Dutch", "texts": {"Failed in a hidden test ...": "..."}}, ...}}
 
-"parameters": {name: Python source}, set after the assignment's parameters cell (autograde/profile.py);
-"texts": the feedback page's texts in that language, the English text the key
-(autograde/feedback_page.py). OUT keeps a copy (variants.json, autograde/outfolder.py), from
-which grades.csv, the class report and a merge of shards take each assignment's lesson and
-language: no assignment's name is ever taken apart.
-
-A student's notebook says its language in its parameters cell (`course_language = "nl"`), read
-here without running anything; `route` files it under its lesson's assignment in that language.
-Without a table (a plain nbgrader source) every assignment is its own lesson, in no language the
-grader knows (""), graded as handed in, with its own sizes.
+"parameters" are set after the assignment's parameters cell (autograde/profile.py); "texts" are
+the feedback page's (autograde/feedback_page.py). OUT keeps the table (variants.json): grades.csv,
+the class report and a merge of shards take each assignment's lesson and language from it.
+A notebook says its language in its parameters cell (`course_language = "nl"`, read here without
+running anything): `route` files it under its lesson's assignment in that language. Without a
+table (a plain nbgrader source) each assignment is its own lesson, in no known language ("").
 """
 import json
 import re
@@ -67,11 +63,11 @@ class Variants:
         nothing), is graded: (its lesson's assignment in that language, None, ""); for a language
         the table lacks (a typo: "fr"), (assignment, the language its kernel runs in instead, a note
         that says so); else (assignment, None, "")."""
-        if assignment not in self.assignments or chosen is None:
+        language = self.language(assignment)
+        if chosen in (None, language) or not language:  # nothing to route, or no table to route by
             return assignment, None, ""
         if chosen in self.languages:
             return self.assignment(self.lesson(assignment), chosen) or assignment, None, ""
-        language = self.language(assignment)
         name = self.languages.get(language, {}).get("name", language)
         return assignment, language, (f"course_language {chosen!r} is not a language of the course "
                                       f"({', '.join(self.languages)}): graded in {name}")
