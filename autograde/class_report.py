@@ -194,8 +194,8 @@ def _across_languages(rows, tests, course_languages):
         languages[r["assignment"]].add(r.get("language", ""))
     blocks = []
     for lesson in sorted(lesson for lesson, found in languages.items() if len(found) > 1):
-        order = sorted(languages[lesson], key=lambda language: (
-            course_languages.index(language) if language in course_languages else len(course_languages), language))
+        found = languages[lesson]
+        order = [language for language in course_languages if language in found] + sorted(found - set(course_languages))
         scores = defaultdict(list)
         for r in rows:
             if r["assignment"] == lesson:
