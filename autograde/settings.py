@@ -61,6 +61,8 @@ class GradingSettings:
     expose: tuple = ()         # packages the kernels may import (read-only)
     environment: tuple = ()    # (NAME, VALUE) pairs added to the kernels' environment
     cache: str = ""            # a model cache the kernels read (its copy's parent is COURSE_CACHE)
+    # {assignment: {notebook: [validate.released_cells of an earlier release]}}: not `modified`
+    earlier_releases: dict = field(default_factory=dict)
     # what does not
     submissions: str = run_only("")
     out: str = run_only("")

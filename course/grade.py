@@ -9,7 +9,10 @@ It tells the grader what it knows of the course, unless the command line says it
   language's name and the feedback page's texts from helpers' catalogs;
 - --expose helpers/, the kernel's environment (course.lessons.KERNEL_ENVIRONMENT), and helpers
   among the packages --protected and --preload name;
-- --cache: the model cache the kernels read (built once where missing).
+- --cache: the model cache the kernels read (built once where missing);
+- --earlier-releases: the lessons' releases in the course's git history
+  (course/release_history.py), so that a submission of a lesson fetched before the instructor
+  changed it is not `modified`.
 The source and the table are written into a temporary folder only this user may read, anew for
 each run. Each submission is graded as the language its notebook says (autograde/collect.py).
 Every other option is autograde's (`python -m autograde --help`); so is the exit status.
@@ -27,6 +30,7 @@ from .i18n import grading_source
 from .lessons import KERNEL_ENVIRONMENT, editions, profile
 from .model_cache import built_cache
 from .paths import ROOT, lessons
+from .release_history import earlier_releases
 
 FULL_SIZE = "--full-size"
 # what a kernel may import of the course, and what it must not patch (autograde/guard.py)
@@ -62,6 +66,10 @@ def main(argv=None):
                 told += [option, *values]
         if not _given(argv, "--kernel-env"):
             told += [f"--kernel-env={name}={value}" for name, value in KERNEL_ENVIRONMENT.items()]
+        if not options.earlier_releases:
+            releases = Path(folder) / "earlier-releases.json"
+            releases.write_text(json.dumps(earlier_releases(lessons())))
+            told += ["--earlier-releases", str(releases)]
         return autograde.main([*argv, *told])
 
 

@@ -15,10 +15,14 @@ import csv
 import html
 import json
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import nbformat
 import pytest
 
+from autograde.nbgrader_course import nbgrader_environment
 from course import i18n
 from course.paths import ROOT
 from helpers import language
@@ -129,3 +133,25 @@ def test_the_class_report_shows_each_lesson_once_and_across_languages(graded_lan
     assert "| l1-test-train-one-epoch | 5/10 (50 %) |" in report
     with open(out / "grades_wide.csv", newline="") as f:  # one column per lesson, whatever its languages
         assert next(csv.reader(f)) == ["student_id", *sorted(graded_lessons()), "total"]
+
+
+def test_nbgrader_export_has_a_row_per_language_and_grades_csv_one_per_lesson(graded_languages, tmp_path):
+    """docs/grading.md, step 7: nbgrader's own export lists every student in every assignment of the
+    gradebook, and each language of a lesson is an assignment of its own (0, with no timestamp, where
+    the student handed nothing in); grades.csv has one row per student and lesson."""
+    out, rows = graded_languages
+    exported = tmp_path / "nbgrader_grades.csv"
+    run = subprocess.run([str(Path(sys.executable).parent / "nbgrader"), "export", "--to", str(exported)],
+                         cwd=out, env=nbgrader_environment(), capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    with open(exported, newline="") as table:
+        export = {(row["student_id"], row["assignment"]): row for row in csv.DictReader(table)}
+    with open(out / "grades.csv", newline="") as table:
+        lessons = [(row["student_id"], row["assignment"], row["language"]) for row in csv.DictReader(table)]
+    lesson, dutch = next(iter(MISTAKES)), language_student("perfect", "nl")
+    assert (export[(dutch, lesson)]["timestamp"], float(export[(dutch, lesson)]["score"])) == ("", 0.0)
+    nl = i18n.assignment(lesson, "nl")
+    assert float(export[(dutch, nl)]["score"]) == float(rows[(dutch, nl)]["score"]) > 0
+    assert float(export[(language_student("perfect", "en"), nl)]["score"]) == 0.0  # English, in the Dutch assignment
+    assert [entry for entry in lessons if entry[:2] == (dutch, lesson)] == [(dutch, lesson, "nl")]
+    assert not [entry for entry in lessons if entry[1] == nl]  # grades.csv names the lesson, not the assignment
