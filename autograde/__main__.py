@@ -16,6 +16,7 @@ course.grade` (what `make autograde` runs) writes the course's lessons in every 
 calls this command with all of it. autograde never imports or calls the course.
 """
 import argparse
+import json
 import os
 import sys
 
