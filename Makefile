@@ -64,10 +64,10 @@ test: setup $(CHROMIUM) bwrap ## run the test suite
 quick: setup ## the fast tests only (pytest -m "not slow"): a few minutes, for day-to-day work
 	$(PYTHON) -m pytest -m "not slow"
 
-# one torch thread per kernel: see course/run.py (two threads crawl on a busy machine)
+# one torch thread per kernel: jupyter/jupyter_server_config.py (two threads crawl on a busy machine)
 lab: setup ## open the student notebooks in JupyterLab, with nbgrader's panels [COURSE_LANG=nl|id]
 	$(CHECK_COURSE_LANG)
-	OMP_NUM_THREADS=1 JUPYTER_CONFIG_PATH=$(LAB_CONFIG) $(VENV)/bin/jupyter lab $(LESSON_DIR)
+	JUPYTER_CONFIG_PATH=$(LAB_CONFIG) $(VENV)/bin/jupyter lab $(LESSON_DIR)
 
 NAME ?=
 lesson: setup ## a new lesson's skeleton and its row in course/lessons.py: make lesson NAME=11_learning_rate_warmup

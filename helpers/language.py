@@ -59,6 +59,11 @@ def current_language():
     return _language
 
 
+def translated(language=None):
+    """Whether `language` (the current one by default) is a translation of the English source."""
+    return (language or _language) != "en"
+
+
 @functools.lru_cache(maxsize=None)
 def catalog(language):
     """{English: translation or None} of a language's catalog; None where it is fuzzy or empty."""
@@ -75,10 +80,16 @@ def message(english, **values):
     A text of the catalog without a finished translation comes in English with a visible "not yet
     translated"; a text the catalog does not know (a name made at run time) stays as it is.
     """
-    text = english
-    if _language != "en" and english in catalog(_language):
-        text = catalog(_language)[english] or f"{english} {NOT_YET_TRANSLATED[_language]}"
+    text = translation(english, _language)
     return formatted(text, **values) if values else text
+
+
+def translation(english, language):
+    """`english` in `language`, unformatted: its catalog's translation, English with a visible "not
+    yet translated" where it has none yet, or `english` itself where the catalog does not know it."""
+    if language != "en" and english in catalog(language):
+        return catalog(language)[english] or f"{english} {NOT_YET_TRANSLATED[language]}"
+    return english
 
 
 def formatted(text, **values):

@@ -1,12 +1,12 @@
 """Shared fixtures. Tests never reach a model hub: the hub code paths run on local folders."""
 import os
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-# one torch thread, in this process and the ones it starts (kernels, torchrun, notebook_launcher):
-# on a busy machine two OpenMP threads that spin-wait for each other crawl (see course/run.py)
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+from course.lessons import KERNEL_ENVIRONMENT
+
+# a kernel's environment, in this process and the ones it starts (kernels, torchrun,
+# notebook_launcher): offline, and one torch thread (two that spin-wait for each other crawl)
+for name, value in KERNEL_ENVIRONMENT.items():
+    os.environ.setdefault(name, value)
 
 import ctypes  # noqa: E402
 import resource  # noqa: E402

@@ -32,11 +32,11 @@ from pathlib import Path
 import nbformat
 
 import background
-from course import i18n
-from course.lessons import PROFILES, parameters_cell, profile, with_parameters
+from course.lessons import PROFILES, in_language, parameters_cell, profile, with_parameters
 from course.paths import NOTEBOOKS, ROOT, SOLUTIONS, lesson_notebooks
 from course.run import run_notebook
 from helpers.cache import cache_dir
+from helpers.language import LANGUAGES
 
 _runs = {}  # lesson -> Future of (seconds, error)
 _folder = []  # the executed notebooks' folder, made by the first run of the session
@@ -181,7 +181,6 @@ def _twin(cell):
     return twin
 
 
-LANGUAGES = ("en", *i18n.LANGUAGES)
 # lesson: (exercise, the mistake: (solution line, its wrong version), test cell, English message, its values)
 LANGUAGE_MISTAKES = {
     "01_basic_loop": ("l1-train-one-epoch", ("        lr_scheduler.step()\n", ""), "l1-test-train-one-epoch",
@@ -207,7 +206,7 @@ def language_submission(lesson, lang, wrong):
         exercise, (right, mistaken), *_ = LANGUAGE_MISTAKES[lesson]
         assert right in answers[exercise], f"{lesson}: the mistake no longer applies to {exercise}"
         answers[exercise] = answers[exercise].replace(right, mistaken)
-    notebook = release_with(lesson, answers, NOTEBOOKS if lang == "en" else NOTEBOOKS / lang)
+    notebook = release_with(lesson, answers, in_language(NOTEBOOKS, lang))
     return small(notebook, SMALL[lesson])  # the scores and messages do not depend on the sizes
 
 

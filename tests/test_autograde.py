@@ -31,7 +31,8 @@ pytestmark = pytest.mark.slow
 
 TOY_OPTIONS = ["--cell-timeout", "4", "--timeout", "12", "--memory-mb", "2048",
                "--max-output-bytes", "100000", "--preload", "numpy",
-               "--protected", "builtins", "math", "numpy", "IPython", "ipykernel"]
+               "--protected", "builtins", "math", "numpy", "IPython", "ipykernel",
+               "--expose", str(REPO / "helpers")]  # the course's code, read-only (reach_outside)
 
 
 def grader(submissions, out, source, *extra, jobs=None):
