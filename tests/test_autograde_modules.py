@@ -16,7 +16,6 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from autograde import class_report, collect, outfolder, report, validate
 from autograde.collect import CollectError, Submission
 from autograde.variants import Variants
-from taught import needs
 
 
 def cell(grade_id, source="pass", *, locked=False, grade=False, kind="code"):
@@ -194,7 +193,6 @@ def found(submissions):
     return [(s.student, s.assignment, s.note) for s in submissions]
 
 
-@needs("nl", "id")
 def test_a_submission_goes_to_the_assignment_of_its_notebooks_language(tmp_path):
     handed_in(tmp_path, "ann", "01_loop", "nl")
     handed_in(tmp_path, "bob", "01_loop")  # no course_language: as handed in
@@ -203,7 +201,6 @@ def test_a_submission_goes_to_the_assignment_of_its_notebooks_language(tmp_path)
         ("ann", "01_loop-nl", ""), ("bob", "01_loop", ""), ("cas", "01_loop-id", "")]
 
 
-@needs("nl")
 def test_a_lesson_handed_in_in_two_languages_stays_as_handed_in(tmp_path):
     handed_in(tmp_path, "ann", "01_loop", "nl")
     handed_in(tmp_path, "ann", "01_loop-nl", "nl")
@@ -211,7 +208,6 @@ def test_a_lesson_handed_in_in_two_languages_stays_as_handed_in(tmp_path):
         ("ann", "01_loop", ""), ("ann", "01_loop-nl", "")]
 
 
-@needs("nl", "id")
 def test_a_language_the_course_lacks_is_graded_in_the_assignments_and_said(tmp_path):
     handed_in(tmp_path, "ann", "01_loop-nl", "fr")
     [submission] = collect.collect(tmp_path, ASSIGNMENTS, tmp_path / "work", variants=VARIANTS)
@@ -272,7 +268,6 @@ def row(student, assignment, score, language=None):
     return found if language is None else dict(found, language=language)
 
 
-@needs("nl")
 def test_grades_name_the_lesson_and_its_language_sorted(tmp_path):
     outfolder.write_grades(tmp_path / "grades.csv", [row("bob", "01_loop", "6"), row("ann", "01_loop-nl", "4"),
                                                      row("ann", "01_loop", "5")], VARIANTS)
@@ -319,7 +314,6 @@ def test_timings_are_written_and_read_back(tmp_path):
 
 # ---- the class report's aggregation and the progress lines ----
 
-@needs("nl")
 def test_a_lesson_in_several_languages_gets_one_table_across_them():
     rows = [row("ann", "01_loop", "6", "en"), row("bob", "01_loop", "0", "en"), row("cas", "01_loop", "3", "nl"),
             row("ann", "02_acc", "6", "en")]
