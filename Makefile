@@ -69,6 +69,10 @@ lab: setup ## open the student notebooks in JupyterLab, with nbgrader's panels [
 	$(CHECK_COURSE_LANG)
 	JUPYTER_CONFIG_PATH=$(LAB_CONFIG) $(VENV)/bin/jupyter lab $(LESSON_DIR)
 
+NAME ?=
+lesson: setup ## a new lesson's skeleton and its row in course/lessons.py: make lesson NAME=11_learning_rate_warmup
+	$(PYTHON) -m course.scaffold "$(NAME)"
+
 release: setup ## update the catalogs (locale/), regenerate notebooks/ in en, nl and id from solutions/
 	$(PYTHON) -m course.release
 
@@ -92,4 +96,4 @@ gpu-check: setup ## on a CUDA GPU: run every lesson there, check what they print
 clean: ## remove build outputs and caches (keeps .venv)
 	rm -rf build .pytest_cache
 
-.PHONY: help setup bwrap run test quick lab release autograde merge bench gpu-check hub clean
+.PHONY: help setup bwrap run test quick lab lesson release autograde merge bench gpu-check hub clean

@@ -24,15 +24,21 @@ from pathlib import Path
 
 import polib
 
-# The course's languages, the one list of them (course/ and autograde/ read it from here): each
-# language's English name and what follows English text whose translation is missing or out of
-# date (fuzzy). English is the source. A fourth language is a line here plus its catalogs
-# (`python -m course.i18n update` writes them empty, translators fill them).
+# The course's languages (course/ and autograde/ read them from here): each language's English name
+# and what follows English text whose translation is missing or out of date (fuzzy). English is the
+# source. A fourth language is a line here plus its catalogs (`python -m course.i18n update` writes
+# them empty, translators fill them); its code is one Babel knows, which writes its numbers.
 LANGUAGE_TABLE = {"en": ("English", None),
                   "nl": ("Dutch", "[nog niet vertaald]"),
                   "id": ("Indonesian", "[belum diterjemahkan]")}
+# The languages this course teaches, English first: every language of the table, unless a course
+# teaches fewer, for example LANGUAGES = ("en", "nl") while the Indonesian is not finished. Nothing
+# else changes (docs/translating.md): `make release` drops the others' notebooks and keeps their catalogs,
+# which helpers still reads where a kernel asks for the language (use_language).
 LANGUAGES = tuple(LANGUAGE_TABLE)
-TRANSLATED = LANGUAGES[1:]  # the languages translated from English
+assert LANGUAGES[0] == "en" and set(LANGUAGES) <= set(LANGUAGE_TABLE), (
+    "LANGUAGES: English, then rows of the table")
+TRANSLATED = LANGUAGES[1:]  # the languages translated from English that the course teaches
 LANGUAGE_NAMES = {language: name for language, (name, _) in LANGUAGE_TABLE.items()}
 NOT_YET_TRANSLATED = {language: note for language, (_, note) in LANGUAGE_TABLE.items() if note}
 LOCALE = Path(__file__).resolve().parent / "locale"
@@ -41,10 +47,11 @@ _language = "en"
 
 
 def use_language(language):
-    """Set the language of helpers' messages and plots: "en", "nl" or "id"."""
+    """Set the language of helpers' messages and plots: "en", "nl", "id" (a code of LANGUAGE_TABLE, whose
+    catalogs helpers has, taught by the course or not)."""
     global _language
-    if language not in LANGUAGES:
-        raise ValueError(f"course_language must be one of {LANGUAGES}, got {language!r}")
+    if language not in LANGUAGE_TABLE:
+        raise ValueError(f"course_language must be one of {tuple(LANGUAGE_TABLE)}, got {language!r}")
     _language = language
 
 

@@ -19,6 +19,7 @@ from course.lessons import Edition
 from course.paths import NOTEBOOKS, ROOT, lessons
 from helpers import language
 from helpers.language import LANGUAGES
+from taught import needs
 
 LESSONS = lessons()
 CATALOGS = [(domain, lang) for domain in i18n.domains() for lang in i18n.LANGUAGES]
@@ -237,6 +238,7 @@ def test_the_language_is_course_lang_never_the_shells_lang(command, expected):
     assert out.endswith(expected), out
 
 
+@needs("nl", "id")
 def test_class_report_shows_a_lesson_across_languages():
     from autograde import class_report
     from autograde.variants import Variants
@@ -259,6 +261,7 @@ def test_class_report_shows_a_lesson_across_languages():
         ["l1-test", "1/1 (100 %)", "1/2 (50 %)", "1/1 (100 %)", "3/4 (75 %)"]])]
 
 
+@needs("nl", "id")
 def test_the_grader_files_each_submission_under_its_notebooks_language(tmp_path):
     """A Dutch or Indonesian notebook handed in as 01_basic_loop (nbgrader collect, an LMS export) is
     graded as 01_basic_loop-nl / -id; an English one in the -nl folder as 01_basic_loop."""
@@ -287,6 +290,8 @@ def test_the_grader_files_each_submission_under_its_notebooks_language(tmp_path)
     assert [(s.student, s.assignment) for s in found] == [
         ("asari", f"{lesson}-id"), ("jdoe", f"{lesson}-nl"), ("smith", lesson)]
 
+
+@needs("nl")
 def test_make_run_translates_the_solutions_it_executes(tmp_path):
     """`make run COURSE_LANG=nl` runs the solutions with the Dutch markdown, course_language = "nl" and the
     hidden tests' messages in Dutch: the notebook the grader grades a Dutch submission against."""
