@@ -32,7 +32,7 @@ import pytest
 import background
 import mistake_runs
 from lesson_runs import (SMALL, STRUCTURES, graded_lessons, graded_test_cells, points, release_with,
-                         restructured, solutions, structure_turn)
+                         restructured, solutions, structure_turn, stubs)
 
 pytestmark = pytest.mark.slow
 
@@ -628,7 +628,8 @@ def checked_mistakes_job():
     with background.pool(max_workers=os.cpu_count()) as pool:
         futures = {lesson: pool.submit(mistake_runs.check_lesson, lesson, SMALL[lesson],
                                        [(exercise, mistake[0], mistake[1], catchers(exercise, mistake))
-                                        for exercise in solutions(lesson) for mistake in MISTAKES[exercise]])
+                                        for exercise in solutions(lesson) for mistake in MISTAKES[exercise]],
+                                       stubs(lesson))
                    for lesson in LESSONS}
         return {lesson: future.exception() or future.result() for lesson, future in futures.items()}
 
@@ -638,11 +639,29 @@ def checked_mistakes(checked_mistakes_job):
     return checked_mistakes_job.result()
 
 
-def rows(checked_mistakes, lesson):
+def checked(checked_mistakes, lesson):
     found = checked_mistakes[lesson]
     if isinstance(found, BaseException):
         raise found
     return found
+
+
+def rows(checked_mistakes, lesson):
+    return checked(checked_mistakes, lesson)[0]
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_the_untouched_release_fails_every_test_cell_in_its_visible_part(checked_mistakes, lesson):
+    """What nbgrader validate --invert asks of the release (does any test pass?) and why a blank
+    submission scores 0: every test cell fails on the stubs, already in its visible part, which is
+    all that Validate runs on the release (a test that failed only in its hidden part would give the
+    student a "Success" for nothing)."""
+    untouched = checked(checked_mistakes, lesson)[1]
+    assert set(untouched) == set(points(lesson)), "every test cell was tried on the release"
+    passing = [cell for cell, (visible_failed, failed) in untouched.items() if not failed]
+    assert not passing, f"test cells that pass on the untouched release: {passing}"
+    hidden_only = [cell for cell, (visible_failed, _) in untouched.items() if not visible_failed]
+    assert not hidden_only, f"test cells that fail the untouched release only in their hidden part: {hidden_only}"
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
@@ -699,5 +718,9 @@ def test_restructure_changes_every_kind():
 
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_small_restructured_perfect_answers_keep_full_marks(graded_class, lesson):
+    """Full marks, and no event but the changes themselves: a false alarm of the guard on the lesson's
+    torch code (tampered), a kernel that died or ran out of time would show here."""
     row = graded_class.rows[("restructured", lesson)]
     assert (float(row["score"]), row["status"]) == (sum(points(lesson).values()), "modified"), row
+    events = row["detail"].split("; ")
+    assert all(re.match(rf"{lesson}: cells (deleted|duplicated|moved): ", event) for event in events), events
