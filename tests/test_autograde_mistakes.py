@@ -13,8 +13,9 @@ The mistakes are checked in one kernel per lesson (mistake_runs.py): the lesson'
 with small parameters (its editable parameters cell, as a student may edit it), then each mistake in
 turn replaces its answer, and the test cells that must catch it run as the grader runs them (the
 instructor's imports and definitions first, then the test with its hidden part); then the right
-answer comes back and the same test cells must pass again, so that no mistake is "caught" by what
-an earlier one left behind. One kernel per lesson instead of one graded lesson run per mistake:
+answer comes back and the same test cells must pass again (their visible part, and after the
+exercise's last mistake the whole cell), so that no mistake is "caught" by what an earlier one
+left behind. One kernel per lesson instead of one graded lesson run per mistake:
 that the grader scores a failing test cell 0 is tested on whole graded lessons elsewhere
 (test_autograde_lessons.py, test_i18n_grading.py, test_autograde.py).
 
