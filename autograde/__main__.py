@@ -63,6 +63,12 @@ def parse(argv=None):
                         help="a JSON file {assignment: {name: Python source}}: set after each "
                              "assignment's parameters cell, for the names that cell assigns "
                              "(python -m course.grade writes the lessons' grading sizes)")
+    parser.add_argument("--earlier-releases", default={}, type=_earlier_releases_file,
+                        help="a JSON file {assignment: {notebook: [release, ...]}}, each an earlier "
+                             "release's cells with a grade id as [grade id, cell type, sha256 of "
+                             "a locked cell's source or null]: a submission is compared with the "
+                             "release it differs least from (python -m course.grade gives the "
+                             "course's git history of notebooks/)")
     options = vars(parser.parse_args(argv))
     return GradingSettings(**{**options, "jobs": max(1, options["jobs"]),
                               "protected": tuple(options["protected"]),
@@ -78,6 +84,24 @@ def _parameters_file(path):
     if not (isinstance(table, dict) and all(isinstance(v, dict) for v in table.values())):
         raise argparse.ArgumentTypeError(f"{path}: not {{assignment: {{name: source}}}}")
     return table
+
+
+def _earlier_releases_file(path):
+    try:
+        table = json.loads(open(path).read())
+    except (OSError, ValueError) as error:
+        raise argparse.ArgumentTypeError(f"cannot read {path}: {error}")
+    if not (isinstance(table, dict) and all(
+            isinstance(notebooks, dict) and all(isinstance(releases, list) and all(map(_is_release, releases))
+                                                for releases in notebooks.values())
+            for notebooks in table.values())):
+        raise argparse.ArgumentTypeError(f"{path}: not {{assignment: {{notebook: [release, ...]}}}}")
+    return table
+
+
+def _is_release(release):
+    """[[grade id, cell type, checksum or None], ...] (autograde.validate.released_cells)."""
+    return isinstance(release, list) and all(isinstance(cell, list) and len(cell) == 3 for cell in release)
 
 
 def main(argv=None):

@@ -181,8 +181,10 @@ def _outcome(future, out, submission):
 def _fingerprints(submissions, assignments, out, settings):
     """{(student, assignment): the fingerprint of what grading it depends on}."""
     rules = settings.grading_rules()
+    # an assignment's own earlier releases, not the others': a lesson released anew regrades only itself
     course = {name: resume.fingerprint(resume.folder_files(out, f"source/{name}", f"release/{name}"),
-                                       rules) for name in assignments}
+                                       {**rules, "earlier_releases": rules["earlier_releases"].get(name, {})})
+              for name in assignments}
     return {(s.student, s.assignment): resume.fingerprint(
                 submitted_files(s, assignments[s.assignment]), course[s.assignment])
             for s in submissions}
@@ -230,6 +232,7 @@ def _job(batch, submission, job_dir, slot):
                work=job_dir, template_db=batch.template, scratch=scratch, sandbox=slot.spec,
                kernel_env=batch.kernel_env, protected_packages=tuple(settings.protected),
                preload=tuple(settings.preload), parameters=_parameters(settings, submission),
+               earlier_releases=settings.earlier_releases.get(submission.assignment, {}),
                limits=GradingLimits(cell_timeout=settings.cell_timeout,
                                     submission_timeout=settings.timeout,
                                     output_bytes=settings.max_output_bytes,

@@ -13,7 +13,7 @@ import shutil
 import sys
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from nbconvert.preprocessors import ClearMetadataPreprocessor
@@ -66,6 +66,7 @@ class Job:
     protected_packages: tuple
     preload: tuple
     parameters: dict          # {name: Python source} injected after the parameters cell ({}: none)
+    earlier_releases: dict = field(default_factory=dict)  # {notebook: [released_cells, ...]}
 
 
 def run_job(job):
@@ -104,7 +105,8 @@ def grade(job):
         if problem:
             events.append(problem)
             continue
-        events.extend(check_structure(nb, release_dir / f"{notebook}.ipynb", notebook))
+        events.extend(check_structure(nb, release_dir / f"{notebook}.ipynb", notebook,
+                                      job.earlier_releases.get(notebook, ())))
         events.extend(exchange.others_named(nb, student, notebook))
         nb = restore_structure(nb, release_dir / f"{notebook}.ipynb")
         (submitted / f"{notebook}.ipynb").write_text(json.dumps(nb))

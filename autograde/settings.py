@@ -56,6 +56,8 @@ class GradingSettings:
     sandbox: bool              # False: kernels run as the grader (trusted submissions only)
     parameters: dict           # {assignment: {name: Python source}} set after its parameters cell
     cache: str = ""            # a model cache the kernels read (its copy's parent is COURSE_CACHE)
+    # {assignment: {notebook: [validate.released_cells of an earlier release]}}: not `modified`
+    earlier_releases: dict = field(default_factory=dict)
     # what does not
     submissions: str = run_only("")
     out: str = run_only("")

@@ -6,7 +6,14 @@ changed structure never changes the grade: deleted cells come back from the rele
 a grade_id return to the release's order (a student's own cells travel with the course cell they
 followed). nbgrader's OverwriteCells then puts back the instructor's source of locked and test
 cells. (nbgrader's own re-adding of deleted cells fails when a read-only cell precedes the test.)
+
+A lesson the instructor changed after a student fetched it is no change of the student's: the
+submission is compared with the release it differs least from, the one the grader made from the
+source or an earlier one it is told of (--earlier-releases, which course.grade takes from the
+course's git history), so that `modified` names what the student changed. The grade is the
+instructor's current tests' either way.
 """
+import hashlib
 import json
 
 import nbformat
@@ -49,31 +56,49 @@ def _ids(nb):
     return [(_grade_id(c), c) for c in nb["cells"] if _grade_id(c)]
 
 
-def check_structure(nb, release_path, notebook):
-    """Events naming structural changes against the released notebook."""
-    release = {gid: cell for gid, cell in _ids(nbformat.read(release_path, as_version=4))}
-    order = list(release)
+def released_cells(nb):
+    """A release as the grader compares a submission with it: [grade id, cell type, sha256 of the
+    source where the cell is locked (read-only or a test), else None] of each cell with a grade id,
+    in order. `python -m autograde --earlier-releases` takes the lessons' earlier releases so."""
+    return [[grade_id, cell["cell_type"],
+             _checksum(cell) if cell["metadata"]["nbgrader"].get("locked") else None]
+            for grade_id, cell in _ids(nb)]
+
+
+def check_structure(nb, release_path, notebook, earlier=()):
+    """Events naming structural changes against the release the student fetched: of the released
+    notebook and the `earlier` releases (released_cells of each), the one the submission differs
+    from least (the released notebook where two differ as little), so that a lesson changed after
+    a student fetched it does not count as the student's change."""
+    releases = [released_cells(nbformat.read(release_path, as_version=4)), *earlier]
     submitted = _ids(nb)
-    ids = [gid for gid, _ in submitted]
-    events = []
+    changes = min((_changes(submitted, release) for release in releases), key=_difference)
+    return [["modified", f"{notebook}: {what}: {', '.join(sorted(set(names)))}"]
+            for what, names in changes.items() if what != UNKNOWN and names]
 
-    def note(what, names):
-        if names:
-            events.append(["modified", f"{notebook}: {what}: {', '.join(sorted(set(names)))}"])
 
-    note("cells deleted", [g for g in order if g not in ids])
-    note("cells duplicated", [g for g in ids if ids.count(g) > 1])
-    common = [g for g in ids if g in release]
-    first = list(dict.fromkeys(common))
-    note("cells moved", [] if first == [g for g in order if g in first] else
-         [g for g, h in zip(first, [g for g in order if g in first]) if g != h])
-    note("cell type changed", [g for g, c in submitted
-                               if g in release and c["cell_type"] != release[g].cell_type])
-    note("read-only or test cells edited",
-         [g for g, c in submitted if g in release
-          and release[g].metadata["nbgrader"].get("locked")
-          and _source(c) != _source(release[g])])
-    return events
+UNKNOWN = "cells the release does not have"  # a sign of another release, never a change to report
+
+
+def _changes(submitted, release):
+    """{what changed: [grade ids]} of the submitted cells [(grade id, cell)] against one release."""
+    kinds = {grade_id: kind for grade_id, kind, _ in release}
+    checksums = {grade_id: checksum for grade_id, _, checksum in release if checksum}
+    order = [grade_id for grade_id, _, _ in release]
+    ids = [grade_id for grade_id, _ in submitted]
+    first = list(dict.fromkeys(g for g in ids if g in kinds))
+    in_order = [g for g in order if g in first]
+    return {"cells deleted": [g for g in order if g not in ids],
+            "cells duplicated": [g for g in ids if ids.count(g) > 1],
+            "cells moved": [g for g, h in zip(first, in_order) if g != h],
+            "cell type changed": [g for g, c in submitted if g in kinds and c["cell_type"] != kinds[g]],
+            "read-only or test cells edited": [g for g, c in submitted
+                                               if g in checksums and _checksum(c) != checksums[g]],
+            UNKNOWN: [g for g in ids if g not in kinds]}
+
+
+def _difference(changes):
+    return sum(len(set(names)) for names in changes.values())
 
 
 def _source(cell):
@@ -81,14 +106,22 @@ def _source(cell):
     return "".join(source) if isinstance(source, list) else source
 
 
+def _checksum(cell):
+    return hashlib.sha256(_source(cell).encode()).hexdigest()
+
+
 def restore_structure(nb, release_path):
-    """`nb` (a dict) with the release's cells present once each and in the release's order."""
+    """`nb` (a dict) with the release's cells present once each and in the release's order. A cell
+    with a grade id the release does not have (the instructor removed it after the student fetched
+    the lesson) becomes an ordinary cell: nbgrader's OverwriteCells would fail on it (KeyError)."""
     release = json.loads(nbformat.writes(nbformat.read(release_path, as_version=4)))
     release_cells = dict(_ids(release))
     followers, anchor = {None: []}, None
     for cell in nb["cells"]:
         grade_id = _grade_id(cell)
-        if grade_id in release_cells and grade_id not in followers:
+        if grade_id and grade_id not in release_cells:
+            cell = dict(cell, metadata={k: v for k, v in cell["metadata"].items() if k != "nbgrader"})
+        elif grade_id in release_cells and grade_id not in followers:
             anchor = grade_id
             followers[anchor] = []
         followers[anchor].append(cell)  # a duplicate stays as a follower: nbgrader de-duplicates

@@ -5,7 +5,9 @@ It tells the grader what it knows of the course, unless the command line says it
 course's lessons in every language as one nbgrader source (course.i18n.grading_source: the
 assignments <lesson>, <lesson>-nl, <lesson>-id ...); --parameters, the sizes to grade each at
 (course/lessons.py's small profile; --full-size: none, the lessons' own); --cache, the model cache
-the kernels read (built once where missing). The source and the sizes are written into a temporary
+the kernels read (built once where missing); --earlier-releases, the lessons' releases in the
+course's git history (course/release_history.py), so that a submission of a lesson fetched before
+the instructor changed it is not `modified`. The source and the sizes are written into a temporary
 folder only this user may read, anew for each run. Each submission is graded as the language its
 notebook says (autograde/collect.py). Every other option is autograde's (`python -m autograde
 --help`); so is the exit status.
@@ -23,6 +25,7 @@ from .i18n import grading_source
 from .lessons import profile
 from .model_cache import built_cache
 from .paths import lessons
+from .release_history import earlier_releases
 
 FULL_SIZE = "--full-size"
 
@@ -49,6 +52,10 @@ def main(argv=None):
             sizes = Path(folder) / "parameters.json"
             sizes.write_text(json.dumps({} if full_size else grading_parameters(), indent=1))
             told += ["--parameters", str(sizes)]
+        if not options.earlier_releases:
+            releases = Path(folder) / "earlier-releases.json"
+            releases.write_text(json.dumps(earlier_releases(lessons())))
+            told += ["--earlier-releases", str(releases)]
         return autograde.main([*argv, *told])
 
 

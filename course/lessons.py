@@ -140,8 +140,8 @@ def parameters(source):
 
 
 def with_parameters(source, values):
-    """`source` with each `name` of `values` set to its value (its type hint and comment kept), as a
-    student edits the cell. Raises KeyError for a name the cell does not assign."""
+    """`source` with each `name` of `values` set to its value (its type hint, comment and a string's
+    quotes kept), as a student edits the cell. Raises KeyError for a name the cell does not assign."""
     lines = source.split("\n")
     nodes = _assignments(source)
     for name, value in values.items():
@@ -152,8 +152,18 @@ def with_parameters(source, values):
             raise ValueError(f"{name}: a value over several lines cannot be set")
         line = lines[node.value.lineno - 1]
         start, end = _char_offset(line, node.value.col_offset), _char_offset(line, node.value.end_col_offset)
-        lines[node.value.lineno - 1] = line[:start] + repr(value) + line[end:]
+        lines[node.value.lineno - 1] = line[:start] + _literal(value, line[start:end]) + line[end:]
     return "\n".join(lines)
+
+
+def _literal(value, written):
+    """`value` as Python source; a string keeps the quotes of the value `written` before it
+    (course_language = "en" becomes "nl", not 'nl')."""
+    text = repr(value)
+    quote = written[:1]
+    if isinstance(value, str) and quote in ("'", '"') and quote not in value and "\\" not in text:
+        return quote + text[1:-1] + quote
+    return text
 
 
 def _char_offset(line, byte_offset):

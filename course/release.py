@@ -3,12 +3,13 @@
     python -m course.release            # update the catalogs, write notebooks/ in every language
     python -m course.release --check    # exit 1 when notebooks/ or the catalogs' templates are stale
 
-nbgrader's generate_assignment does the work (course config: jupyter/nbgrader_config.py): it
-replaces the code between ### BEGIN SOLUTION / ### END SOLUTION with a stub, removes hidden
-tests, clears outputs and records checksums of the locked cells. That gives the English
-notebooks/<lesson>/<lesson>.ipynb; notebooks/<nl|id>/<lesson>/<lesson>.ipynb are the same
-notebooks with the markdown from the catalogs and the language in the parameters cell
-(course.i18n), so code, tests and metadata stay those of the English release.
+Each lesson in each language (an Edition) is first the notebook the grader grades against
+(course.i18n.edition_notebook: English as written, nl and id with the markdown from the catalogs
+and the language in the parameters cell). nbgrader's generate_assignment then releases each
+(course config: jupyter/nbgrader_config.py): it replaces the code between ### BEGIN SOLUTION /
+### END SOLUTION with a stub, removes hidden tests, clears outputs and records checksums of the
+locked cells. That gives notebooks/<lesson>/<lesson>.ipynb and notebooks/<nl|id>/<lesson>/, whose
+code, tests and metadata are those of the English release, and whose checksums are nbgrader's.
 """
 import argparse
 import difflib
@@ -21,33 +22,29 @@ from pathlib import Path
 from autograde.nbgrader_course import generate_assignments
 
 from . import i18n
+from .lessons import editions, in_language
 from .paths import JUPYTER_CONFIG, NOTEBOOKS, ROOT, lessons
 
 
 def generate(out, names=None):
-    """Release each lesson into `out`: OUT/<lesson>/ in English (nbgrader generate_assignment) and
-    OUT/<language>/<lesson>/ translated from it; return the lesson names."""
+    """Release each lesson in every language into `out`: OUT/<lesson>/ (English) and
+    OUT/<language>/<lesson>/, each holding nbgrader's release of the Edition; return the lesson names."""
     names = names or lessons()
     out = Path(out).resolve()
-    out.mkdir(parents=True, exist_ok=True)
+    chosen = editions(names)
     with tempfile.TemporaryDirectory() as scratch:
+        source, released = Path(scratch) / "source", Path(scratch) / "release"
         # a throw-away gradebook: releasing must not touch the course's gradebook
-        generate_assignments(names, root=ROOT, release_directory=out, config_path=JUPYTER_CONFIG,
+        generate_assignments(i18n.write_source(source, chosen), root=ROOT, source_directory=source,
+                             release_directory=released, config_path=JUPYTER_CONFIG,
                              db_url=f"sqlite:///{Path(scratch) / 'gradebook.db'}")
-    for name in names:
-        notebook = out / name / f"{name}.ipynb"
-        if not notebook.is_file():
-            raise RuntimeError(f"nbgrader wrote no {notebook}")
-        normalise(notebook)
-        for language in i18n.LANGUAGES:
-            i18n.write_notebook(i18n.translated_notebook(notebook, language, name),
-                                out / language / name / f"{name}.ipynb")
+        for edition in chosen:
+            notebook = released / edition.assignment / f"{edition.lesson}.ipynb"
+            if not notebook.is_file():
+                raise RuntimeError(f"nbgrader wrote no {notebook}")
+            i18n.write_notebook(json.loads(notebook.read_text()),  # as nbformat writes it
+                                in_language(out, edition.language) / edition.lesson / notebook.name)
     return names
-
-
-def normalise(path):
-    """Write the notebook as nbformat does (i18n.write_notebook)."""
-    i18n.write_notebook(json.loads(Path(path).read_text()), path)
 
 
 def differences(released, committed=NOTEBOOKS):
@@ -88,9 +85,9 @@ def main(argv=None):
     i18n.update()  # the catalogs first: the translated notebooks are made from them
     with tempfile.TemporaryDirectory() as folder:
         names = generate(folder)
-        for folder_name in [*names, *(f"{language}/{name}" for language in i18n.LANGUAGES for name in names)]:
-            shutil.rmtree(NOTEBOOKS / folder_name, ignore_errors=True)  # whole, so nothing stale stays
-            shutil.copytree(Path(folder) / folder_name, NOTEBOOKS / folder_name)
+        for edition in editions(names):
+            shutil.rmtree(edition.release_dir, ignore_errors=True)  # whole, so nothing stale stays
+            shutil.copytree(Path(folder) / edition.release_dir.relative_to(NOTEBOOKS), edition.release_dir)
     for name in names:
         print(f"released notebooks/{name}/{name}.ipynb")
     table = i18n.stats()

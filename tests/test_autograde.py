@@ -6,6 +6,7 @@ kernels); skips, saying why, only where the machine cannot isolate.
 """
 import csv
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -20,8 +21,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from autograde import validate
 from autograde_corpus import CASES, extra_cell
-from autograde_toy import (HIDDEN_MARKERS, PERFECT, answer, require_sandbox,
+from autograde_toy import (HIDDEN_MARKERS, PERFECT, answer, cell_index, require_sandbox,
                            write_source)
 from course.paths import ROOT as REPO
 
@@ -216,6 +218,35 @@ def test_lms_zip_is_collected_like_zip_collect(toy, tmp_path):
     assert {k: (v["score"], v["status"]) for k, v in rows.items()} == {
         ("alice", "toy"): ("6", "graded"), ("bob", "toy"): ("0", "graded")}
     assert not (tmp_path.parent / "escape_toy.ipynb").exists()
+
+
+def test_a_lesson_changed_after_its_release_flags_only_what_the_student_changed(toy, tmp_path):
+    """After the class fetched the toy, the instructor added an assert to test_square and removed the
+    exercise `mean` (its cell and its test); the class is graded after that, the grader told the
+    release they fetched (--earlier-releases). Both are graded by today's tests; only the student
+    who edited a test cell is `modified`; the removed cells run as ordinary cells, worth nothing."""
+    _, _, release = toy
+    edited = write_source(tmp_path / "source")
+    nb = nbformat.read(edited / "toy" / "toy.ipynb", as_version=4)
+    nb.cells[cell_index(nb, "test_square")].source += "\nassert square(-2) == 4"
+    nb.cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") not in ("mean", "test_mean")]
+    nbformat.write(nb, edited / "toy" / "toy.ipynb")
+    signed_square = {**PERFECT, "square": "def square(x):\n    return x * abs(x)"}  # right for x >= 0 only
+    for student, answers in [("fetched_before", signed_square),
+                             ("edited_the_test", {**signed_square, "test_square": "assert square(3) == 9"})]:
+        path = tmp_path / "submissions" / student / "toy" / "toy.ipynb"
+        path.parent.mkdir(parents=True)
+        nbformat.write(answer(release, answers), path)
+    earlier = tmp_path / "earlier.json"
+    earlier.write_text(json.dumps({"toy": {"toy": [validate.released_cells(release)]}}))
+    run = autograde(tmp_path / "submissions", tmp_path / "out", edited, "--earlier-releases", str(earlier))
+    assert run.returncode == 0, run.stderr[-3000:]
+    rows = table(tmp_path / "out")
+    fetched, cheat = rows[("fetched_before", "toy")], rows[("edited_the_test", "toy")]
+    # add's 2 points of 3; today's test_square fails x * abs(x)
+    assert (fetched["score"], fetched["max_score"], fetched["status"], fetched["detail"]) == ("2", "3", "graded", "")
+    assert (cheat["score"], cheat["status"]) == ("2", "modified"), cheat
+    assert cheat["detail"] == "toy: read-only or test cells edited: test_square"
 
 
 def test_batch_level_failures_exit_non_zero(toy, tmp_path):

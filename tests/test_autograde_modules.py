@@ -107,6 +107,70 @@ def test_the_structure_is_put_back_with_the_students_cells_where_they_were(relea
     assert "".join(restored["cells"][0]["source"]) == "import math"  # a deleted cell comes back from the release
 
 
+# A lesson changed after the release: the grader is told the release the student may have fetched.
+
+def changed(nb, edit):
+    nb = nbformat.from_dict(json.loads(nbformat.writes(nb)))
+    nb.cells = edit(nb.cells)
+    return nb
+
+
+INSTRUCTORS_EDITS = {
+    "a test cell changed": lambda cells: [*cells[:2], cell("test", "assert 1 + 1 == 2", locked=True, grade=True),
+                                          cells[3]],
+    "a cell added": lambda cells: [*cells[:3], cell("test2", "assert 2", locked=True, grade=True), cells[3]],
+    "cells reordered": lambda cells: [cells[0], cells[1], cells[3], cells[2]],
+}
+
+
+def students_edit(cells):
+    return [*cells[:2], cell("test", "assert 'mine'", locked=True, grade=True), cells[3]]
+
+
+@pytest.mark.parametrize("edit", INSTRUCTORS_EDITS.values(), ids=INSTRUCTORS_EDITS)
+def test_a_submission_of_the_release_before_the_instructors_edit_is_no_change(tmp_path, edit):
+    now = tmp_path / "now.ipynb"
+    nbformat.write(changed(release(), edit), now)
+    fetched = as_dict(release())
+    assert validate.check_structure(fetched, now, "toy") != []  # compared with today's release only
+    assert validate.check_structure(fetched, now, "toy", [validate.released_cells(release())]) == []
+
+
+def test_a_test_cell_the_student_edited_is_a_change_whichever_release_they_fetched(tmp_path):
+    now = tmp_path / "now.ipynb"
+    nbformat.write(changed(release(), INSTRUCTORS_EDITS["a test cell changed"]), now)
+    earlier = [validate.released_cells(release())]
+    edit = [["modified", "toy: read-only or test cells edited: test"]]
+    for fetched in (release(), nbformat.read(now, as_version=4)):
+        assert validate.check_structure(as_dict(changed(fetched, students_edit)), now, "toy", earlier) == edit
+    # and against the release fetched, not today's: the other changes named are the student's own
+    deleted = changed(release(), lambda cells: [cells[0], cells[2], cells[3]])
+    assert validate.check_structure(as_dict(deleted), now, "toy", earlier) == [
+        ["modified", "toy: cells deleted: answer"]]
+
+
+def test_an_earlier_release_with_fewer_cells_hides_no_change(release_path):
+    """Cells a release does not have count against it: a first draft of one cell is no better match."""
+    draft = [validate.released_cells(release())[0]]
+    assert validate.check_structure(as_dict(changed(release(), students_edit)), release_path, "toy", [draft]) == [
+        ["modified", "toy: read-only or test cells edited: test"]]
+
+
+def test_an_earlier_release_lists_its_cells_with_a_checksum_of_the_locked_ones():
+    cells = validate.released_cells(as_dict(release()))
+    assert [(grade_id, kind, bool(checksum)) for grade_id, kind, checksum in cells] == [
+        ("setup", "code", True), ("answer", "code", False), ("test", "code", True), ("other", "code", False)]
+    assert cells == validate.released_cells(release())  # a dict or a notebook alike
+
+
+def test_a_cell_the_instructor_removed_since_is_an_ordinary_cell(release_path):
+    fetched = changed(release(), lambda cells: [*cells[:3], cell("removed_test", "assert 2", locked=True, grade=True),
+                                                cells[3]])
+    restored = validate.restore_structure(as_dict(fetched), release_path)
+    assert ids(restored) == ["setup", "answer", "test", "assert 2", "other"]
+    assert "nbgrader" not in restored["cells"][3]["metadata"]  # nbgrader's OverwriteCells would fail on it
+
+
 # ---- collect.py ----
 
 def handed_in(root, student, assignment, language=None):

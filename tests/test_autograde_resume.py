@@ -153,3 +153,14 @@ def test_a_changed_submission_is_graded_again_and_only_it(changed):
     assert untouched  # the others' autograded notebooks were not written again
     # student1 regraded; student0 kept, with the manual grade counted
     assert scores(table) == {**SCORES, "student1": "6", "student0": "5"}
+
+
+def test_another_lessons_new_release_regrades_nothing(changed, toy_class, tmp_path):
+    """--earlier-releases counts in the fingerprint of its own assignment only."""
+    root, source, _ = toy_class
+    earlier = tmp_path / "earlier.json"
+    earlier.write_text('{"other_lesson": {"other_lesson": [[["cell", "code", null]]]}}')
+    rerun = autograde(root / "changed", root / "out", source, "--no-sandbox", "--earlier-releases", str(earlier),
+                      jobs=1)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert "3 already graded, 0 to grade" in rerun.stderr

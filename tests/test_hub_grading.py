@@ -117,3 +117,28 @@ def test_a_tampered_secret_holds_back_only_its_own_feedback(hub_class):
     released = sorted(p.name for p in (root / "exchange-tampered" / "toy" / "feedback").iterdir())
     assert released == sorted(f"{notebook_hash(secret=secret, notebook_id='toy')}.html"
                               for secret in SECRETS.values())
+
+
+def formgrader_view(course_root, **course_directory):
+    """(average score, max score, submissions) of the toy, as nbgrader's formgrader (its API) shows it
+    for the course folder `course_root`."""
+    from nbgrader.apps.api import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config import Config
+    config = Config()
+    config.CourseDirectory.root = str(course_root)
+    for name, value in course_directory.items():
+        setattr(config.CourseDirectory, name, value)
+    toy = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config).get_assignment("toy")
+    return toy["average_score"], toy["max_score"], toy["num_submissions"]
+
+
+def test_the_formgrader_of_out_shows_the_grades_and_a_course_folder_none(hub_class, tmp_path):
+    """docs/hub.md: the formgrader of the grader's OUT shows the scores; that of a course folder into
+    which submissions were only collected, as the hub's instructor Lab has, shows "0 / 0"."""
+    root, out, rows = hub_class
+    scores = [float(row["score"]) for row in rows.values()]
+    assert formgrader_view(out) == (pytest.approx(sum(scores) / len(scores)), 6.0, len(rows))
+    course = tmp_path / "course"
+    shutil.copytree(root / "submitted", course / "submitted")
+    assert formgrader_view(course, source_directory=str(root / "source")) == (0, 0, len(rows))

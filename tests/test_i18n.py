@@ -1,4 +1,4 @@
-"""The course in en, nl and id from one source (course/i18n.py, helpers/language.py).
+"""The course in en, nl and id from one source (course/i18n/, helpers/language.py).
 
 Staleness can't hide: the templates are what extraction from solutions/ gives now, the catalogs
 are merged with them, and notebooks/<nl|id>/ are what the catalogs make of the English release.
@@ -15,8 +15,10 @@ import polib
 import pytest
 
 from course import i18n
+from course.lessons import Edition
 from course.paths import NOTEBOOKS, ROOT, lessons
 from helpers import language
+from helpers.language import LANGUAGES
 
 LESSONS = lessons()
 CATALOGS = [(domain, lang) for domain in i18n.domains() for lang in i18n.LANGUAGES]
@@ -61,9 +63,9 @@ def test_segments_give_the_markdown_back_and_one_unit_per_paragraph():
         ("code", "```python\nx = 1  # a comment\n\ny = 2\n```"),
         ("paragraph", "<details><summary>Hint 1: the idea</summary>"), ("paragraph", "A hint.")]  # no "</details>"
     for lesson in LESSONS:  # every real cell survives the round trip
-        for cell in cells(i18n.ROOT / "solutions" / lesson / f"{lesson}.ipynb"):
+        for cell in cells(ROOT / "solutions" / lesson / f"{lesson}.ipynb"):
             if cell["cell_type"] == "markdown":
-                source = i18n._source(cell)
+                source = i18n.cell_source(cell)
                 assert "".join(p if isinstance(p, str) else p.text for p in i18n.segments(source)) == source
 
 
@@ -103,26 +105,40 @@ def test_a_paragraph_moved_to_another_cell_keeps_its_translation():
     assert not merged.fuzzy_entries() and not merged.obsolete_entries()
 
 
+def without_checksums(cell):
+    return {**cell, "metadata": {**cell["metadata"], "nbgrader": {
+        k: v for k, v in cell["metadata"].get("nbgrader", {}).items() if k != "checksum"}}}
+
+
 @pytest.mark.parametrize("lang", i18n.LANGUAGES)
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_generated_notebook_is_the_english_release_with_translated_markdown(lesson, lang):
     """notebooks/<lang>/ is what the catalogs make of notebooks/ today; code, tests and metadata
-    are the English release's, only markdown, its checksums and the parameters' language differ."""
+    are the English release's, only markdown, its checksums and the parameters' language differ.
+    The checksums are nbgrader's of the translated text (its release of the translated lesson)."""
+    from nbformat import from_dict
+    from nbgrader.utils import compute_checksum
+
+    from course.lessons import with_parameters
+
     english = json.loads((NOTEBOOKS / lesson / f"{lesson}.ipynb").read_text())
     path = NOTEBOOKS / lang / lesson / f"{lesson}.ipynb"
     assert path.exists(), f"{path} is missing: run `make release`"
     translated = json.loads(path.read_text())
-    expected = i18n.translated_notebook(NOTEBOOKS / lesson / f"{lesson}.ipynb", lang, lesson)
-    assert translated == expected, f"{path} is out of date: run `make release`"
+    expected = i18n.translate_notebook(english, Edition(lesson, lang))
+    assert {**translated, "cells": [without_checksums(c) for c in translated["cells"]]} == {
+        **expected, "cells": [without_checksums(c) for c in expected["cells"]]}, f"{path} is out of date: run `make release`"
+    for cell in translated["cells"]:
+        if "checksum" in cell["metadata"].get("nbgrader", {}):  # nbgrader hashes the source as one string
+            assert cell["metadata"]["nbgrader"]["checksum"] == compute_checksum(
+                from_dict({**cell, "source": i18n.cell_source(cell)})), f"{path}: cell {cell['id']}'s checksum"
     assert {k: v for k, v in translated.items() if k != "cells"} == {k: v for k, v in english.items() if k != "cells"}
     assert [c["id"] for c in translated["cells"]] == [c["id"] for c in english["cells"]]
     for mine, theirs in zip(translated["cells"], english["cells"]):
         if mine["cell_type"] == "markdown":
-            strip = lambda cell: {**cell, "source": None, "metadata": {**cell["metadata"], "nbgrader": {  # noqa: E731
-                k: v for k, v in cell["metadata"].get("nbgrader", {}).items() if k != "checksum"}}}
-            assert strip(mine) == strip(theirs)
+            assert {**without_checksums(mine), "source": None} == {**without_checksums(theirs), "source": None}
         elif "parameters" in mine["metadata"].get("tags", []):
-            assert i18n._source(mine) == i18n.LANGUAGE_SETTING.sub(rf'\g<1>"{lang}"', i18n._source(theirs))
+            assert i18n.cell_source(mine) == with_parameters(i18n.cell_source(theirs), {"course_language": lang})
         else:
             assert mine == theirs, f"{path}: cell {mine['id']} differs from the English release"
 
@@ -248,9 +264,8 @@ def test_the_grader_files_each_submission_under_its_notebooks_language(tmp_path)
 
     from autograde.collect import collect
     lesson = "01_basic_loop"
-    assignments = {i18n.assignment(lesson, lang): [lesson] for lang in ("en", *i18n.LANGUAGES)}
-    released = {lang: (NOTEBOOKS if lang == "en" else NOTEBOOKS / lang) / lesson / f"{lesson}.ipynb"
-                for lang in ("en", *i18n.LANGUAGES)}
+    assignments = {Edition(lesson, lang).assignment: [lesson] for lang in LANGUAGES}
+    released = {lang: Edition(lesson, lang).release_dir / f"{lesson}.ipynb" for lang in LANGUAGES}
     handed_in = {("dutch", lesson): "nl", ("indonesian", lesson): "id", ("english", f"{lesson}-nl"): "en",
                  ("both", lesson): "nl", ("both", f"{lesson}-nl"): "nl"}  # both: each stays where it is
     for (student, folder), lang in handed_in.items():
@@ -268,18 +283,21 @@ def test_the_grader_files_each_submission_under_its_notebooks_language(tmp_path)
         ("asari", f"{lesson}-id"), ("jdoe", f"{lesson}-nl"), ("smith", lesson)]
 
 def test_make_run_translates_the_solutions_it_executes(tmp_path):
-    """`make run COURSE_LANG=nl` runs the solutions with the Dutch markdown and course_language = "nl"."""
+    """`make run COURSE_LANG=nl` runs the solutions with the Dutch markdown, course_language = "nl" and the
+    hidden tests' messages in Dutch: the notebook the grader grades a Dutch submission against."""
     lesson = LESSONS[0]
     [path] = i18n.translate_lessons(tmp_path, "nl", names=[lesson])
     english = cells(ROOT / "solutions" / lesson / f"{lesson}.ipynb")
     dutch = cells(path)
     assert path == tmp_path / lesson / f"{lesson}.ipynb"
-    code = lambda notebook: [c["source"] for c in notebook if c["cell_type"] == "code"  # noqa: E731
-                             and "parameters" not in c["metadata"].get("tags", [])]
+    code = lambda notebook: [i18n.HIDDEN_TESTS.sub("", i18n.cell_source(c)) for c in notebook  # noqa: E731
+                             if c["cell_type"] == "code" and "parameters" not in c["metadata"].get("tags", [])]
     assert code(dutch) == code(english)
-    assert any(re.search(r'^course_language(: str)? = "nl"', i18n._source(c), re.M) for c in dutch)
-    assert [i18n._source(c) for c in dutch if c["cell_type"] == "markdown"] == [
-        i18n.render_markdown(i18n._source(c), {e.msgid: e.msgstr for e in i18n.load(i18n.catalog_path(lesson, "nl"))
+    i18n.grading_source(tmp_path / "source", names=[lesson])
+    assert (tmp_path / "source" / Edition(lesson, "nl").assignment / path.name).read_text() == path.read_text()
+    assert any(re.search(r'^course_language(: str)? = "nl"', i18n.cell_source(c), re.M) for c in dutch)
+    assert [i18n.cell_source(c) for c in dutch if c["cell_type"] == "markdown"] == [
+        i18n.render_markdown(i18n.cell_source(c), {e.msgid: e.msgstr for e in i18n.load(i18n.catalog_path(lesson, "nl"))
                                               if e.translated() and e.msgctxt == c["id"]}, "[nog niet vertaald]")
         for c in english if c["cell_type"] == "markdown"]
 
@@ -303,7 +321,7 @@ def test_a_language_the_course_lacks_is_graded_in_english_and_says_so(tmp_path):
     from autograde.batch import _parameters
     from autograde.collect import collect
     lesson = "01_basic_loop"
-    assignments = {i18n.assignment(lesson, lang): [lesson] for lang in ("en", *i18n.LANGUAGES)}
+    assignments = {Edition(lesson, lang).assignment: [lesson] for lang in LANGUAGES}
     text, replaced = re.subn(r'(course_language(?:: str)? = \\")en\\"', r'\1fr\\"',
                              (NOTEBOOKS / lesson / f"{lesson}.ipynb").read_text())  # with a type hint or not
     assert replaced == 1

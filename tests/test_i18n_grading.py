@@ -4,7 +4,7 @@ which writes the course's source in every language): the session's graded class
 Dutch and Indonesian (small parameters, as a student may set them, except the English perfect one,
 the class's perfect student), all handed in as
 <student>/<lesson>/ (as nbgrader collect or an LMS export gives them). Each is graded as the
-assignment of its notebook's language, as course.i18n names them (01_basic_loop, 01_basic_loop-nl,
+assignment of its notebook's language, as course.lessons' Edition names them (01_basic_loop, 01_basic_loop-nl,
 01_basic_loop-id, ...), with the English scores, status "graded" (the translated release's
 checksums are nbgrader's own), its failure message in its language (in the autograded notebook
 and the feedback), and no hidden test in its feedback. What the instructor reads speaks of
@@ -15,11 +15,15 @@ import csv
 import html
 import json
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import nbformat
 import pytest
 
-from course import i18n
+from autograde.nbgrader_course import nbgrader_environment
+from course.lessons import Edition
 from course.paths import ROOT
 from helpers import language
 from lesson_runs import LANGUAGE_MISTAKES as MISTAKES, LANGUAGES, grade_id, graded_lessons, language_student
@@ -60,14 +64,14 @@ def graded_languages(graded_class):
     if missing:
         pytest.skip(f"{', '.join(missing)} not graded in this session (COURSE_GRADED_LESSONS)")
     assert graded_class.run.returncode == 0, graded_class.run.stdout[-2000:] + graded_class.run.stderr[-3000:]
-    return graded_class.out, {(student, i18n.assignment(lesson, row["language"])): row
+    return graded_class.out, {(student, Edition(lesson, row["language"]).assignment): row
                               for (student, lesson), row in graded_class.rows.items() if lesson in MISTAKES}
 
 
 def test_each_submission_is_graded_as_its_notebooks_language(graded_languages):
     _, rows = graded_languages
     assert sorted(key for key in rows if key[0] in STUDENTS) == sorted(
-        (language_student(kind, lang), i18n.assignment(lesson, lang)) for lesson in MISTAKES
+        (language_student(kind, lang), Edition(lesson, lang).assignment) for lesson in MISTAKES
         for lang in LANGUAGES for kind in ("perfect", "wrong"))
 
 
@@ -78,8 +82,8 @@ def test_every_language_gets_the_english_scores(graded_languages, lesson):
         (lesson, lang) for lang in LANGUAGES}
     for kind in ("perfect", "wrong"):
         english = rows[(language_student(kind, "en"), lesson)]
-        for lang in i18n.LANGUAGES:
-            row = rows[(language_student(kind, lang), i18n.assignment(lesson, lang))]
+        for lang in language.TRANSLATED:
+            row = rows[(language_student(kind, lang), Edition(lesson, lang).assignment)]
             assert (row["score"], row["max_score"], row["status"]) == (
                 english["score"], english["max_score"], "graded"), row
     assert float(rows[("wrong-en", lesson)]["score"]) < float(rows[("perfect", lesson)]["score"])
@@ -93,7 +97,7 @@ def test_the_failure_message_is_in_the_submissions_language(graded_languages, le
     expected = in_language(lang, english, values)
     if lang != "en":
         assert expected != english.format(**values)  # translated, or English with its marker
-    assignment = i18n.assignment(lesson, lang)
+    assignment = Edition(lesson, lang).assignment
     notebook = nbformat.read(out / "autograded" / f"wrong-{lang}" / assignment / f"{lesson}.ipynb", as_version=4)
     errors = [output for cell in notebook["cells"] if grade_id(cell) == test_cell
               for output in cell.get("outputs", []) if output["output_type"] == "error"]
@@ -110,7 +114,7 @@ def test_no_hidden_test_in_any_languages_feedback(graded_languages, lang):
         assert secret
         for kind in ("perfect", "wrong"):
             student = language_student(kind, lang)
-            feedback = html.unescape((out / "feedback" / student / i18n.assignment(lesson, lang)
+            feedback = html.unescape((out / "feedback" / student / Edition(lesson, lang).assignment
                                       / f"{lesson}.html").read_text())
             leaked = [line for line in secret if line in feedback]
             assert not leaked, f"{student} {lang} {lesson}: {leaked}"
@@ -129,3 +133,25 @@ def test_the_class_report_shows_each_lesson_once_and_across_languages(graded_lan
     assert "| l1-test-train-one-epoch | 5/9 (56 %) |" in report
     with open(out / "grades_wide.csv", newline="") as f:  # one column per lesson, whatever its languages
         assert next(csv.reader(f)) == ["student_id", *sorted(graded_lessons()), "total"]
+
+
+def test_nbgrader_export_has_a_row_per_language_and_grades_csv_one_per_lesson(graded_languages, tmp_path):
+    """docs/grading.md, step 7: nbgrader's own export lists every student in every assignment of the
+    gradebook, and each language of a lesson is an assignment of its own (0, with no timestamp, where
+    the student handed nothing in); grades.csv has one row per student and lesson."""
+    out, rows = graded_languages
+    exported = tmp_path / "nbgrader_grades.csv"
+    run = subprocess.run([str(Path(sys.executable).parent / "nbgrader"), "export", "--to", str(exported)],
+                         cwd=out, env=nbgrader_environment(), capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    with open(exported, newline="") as table:
+        export = {(row["student_id"], row["assignment"]): row for row in csv.DictReader(table)}
+    with open(out / "grades.csv", newline="") as table:
+        lessons = [(row["student_id"], row["assignment"], row["language"]) for row in csv.DictReader(table)]
+    lesson, dutch = next(iter(MISTAKES)), language_student("perfect", "nl")
+    assert (export[(dutch, lesson)]["timestamp"], float(export[(dutch, lesson)]["score"])) == ("", 0.0)
+    nl = Edition(lesson, "nl").assignment
+    assert float(export[(dutch, nl)]["score"]) == float(rows[(dutch, nl)]["score"]) > 0
+    assert float(export[(language_student("perfect", "en"), nl)]["score"]) == 0.0  # English, in the Dutch assignment
+    assert [entry for entry in lessons if entry[:2] == (dutch, lesson)] == [(dutch, lesson, "nl")]
+    assert not [entry for entry in lessons if entry[1] == nl]  # grades.csv names the lesson, not the assignment

@@ -3,6 +3,9 @@
 - Every message that a cell of a lesson shows a student (an assertion's message, an exception, a
   printed line) is written `helpers.message("English ...", values)`, so that it is extracted into
   helpers/locale and shown in Dutch or Indonesian; literal English would stay English there.
+- So is every other text a lesson shows: a plot's title and series names are literals in the
+  plot_history(...) call, and a name handed to helpers or to a message's field (a table's row, a
+  hidden test's case) is a helpers.message literal, never a variable or an f-string.
 - What only hidden tests write stays out of helpers/locale (which every student and kernel can
   read) and out of every release; its translations (locale/<lang>/LC_MESSAGES/hidden-tests.po)
   reach the hidden tests of the grader's source only, so a Dutch student's feedback is Dutch.
@@ -15,6 +18,7 @@ import polib
 import pytest
 
 from course import i18n
+from course.lessons import Edition
 from course.paths import NOTEBOOKS, SOLUTIONS, lessons
 from helpers.language import LOCALE as HELPERS_LOCALE
 
@@ -89,6 +93,53 @@ def test_every_message_a_student_reads_goes_through_the_catalogs(lesson):
                          "helpers.message(\"English {field}\", field=...):\n" + "\n".join(literal))
 
 
+# Cells whose plot_history series names are built in the code, not written in the call, and need no
+# translation: {cell id: why}
+SAME_IN_EVERY_LANGUAGE = {"l7-curves": "the series are the dtypes' names, float32 and bfloat16"}
+
+
+def unextracted_labels(source, where):
+    """(line, code) of the English in `source` that the catalogs cannot extract, so that it stays
+    English in nl and id with no marker: a message or a plot's title or series names that is not a
+    literal (a variable, an f-string, a comprehension), and a literal of two words or more that no
+    message(...) or plot_history(...) holds (a row's or a case's name handed to helpers or to a
+    message's field). Docstrings and comments are not shown to a student."""
+    literal = lambda node: isinstance(node, ast.Constant) and isinstance(node.value, str)  # noqa: E731
+    texts = i18n.text_arguments(source, where)
+    found = [(node.lineno, ast.unparse(node)) for node in texts if not literal(node)]
+    tree = parsed(source)
+    docstrings = [node.body[0].value for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and node.body
+                  and isinstance(node.body[0], ast.Expr) and literal(node.body[0].value)]
+    seen = {(node.lineno, node.col_offset) for node in [*texts, *docstrings]}
+    found += [(node.lineno, repr(node.value)) for node in ast.walk(tree)
+              if isinstance(node, ast.Constant) and isinstance(node.value, str) and PROSE.search(node.value)
+              and (node.lineno, node.col_offset) not in seen]
+    return sorted(set(found))
+
+
+def test_labels_the_catalogs_cannot_extract_are_found():
+    source = ('helpers.plot_history({"basic loop": h}, title="Lesson 1")\n'
+              'helpers.plot_history({f"K = {k}": h for k, h in runs.items()}, title=f"Lesson {n}")\n'
+              'helpers.plot_history(histories, "Two runs")\nhelpers.plot_history(helpers.History(loss, lr))\n'
+              'print(helpers.message(text))\nhelpers.padding_table({"to max_length": 0.5})\n'
+              'cases = {"a single example": 1}\n'
+              'def f():\n    """A docstring."""\n    return helpers.message("Two words {name}.", name="x")\n')
+    assert unextracted_labels(source, "cell") == [
+        (2, "f'Lesson {n}'"), (2, "{f'K = {k}': h for k, h in runs.items()}"), (3, "histories"), (5, "text"),
+        (6, "'to max_length'"), (7, "'a single example'")]
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_every_label_a_lesson_shows_is_one_the_catalogs_extract(lesson):
+    """What a lesson names in its plots, tables and messages reaches the catalogs, or it would stay
+    English in nl and id with no marker (tests/test_plots.py checks helpers' own words)."""
+    left = [f"{cell_id} line {line}: {code}" for cell_id, source in code_cells(lesson)
+            if cell_id not in SAME_IN_EVERY_LANGUAGE for line, code in unextracted_labels(source, cell_id)]
+    assert not left, (f"{lesson}: {len(left)} texts the catalogs cannot extract; write each as a literal in "
+                      "helpers.message(\"English\") or in the plot_history(...) call:\n" + "\n".join(left))
+
+
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_every_assert_of_a_test_cell_says_what_failed(lesson):
     """A bare `assert` (hidden tests included) shows the student only the test's English source: in
@@ -141,15 +192,15 @@ def test_the_graders_source_has_hidden_tests_in_the_notebooks_language(tmp_path)
     assert json.loads((tmp_path / lesson / f"{lesson}.ipynb").read_text()) == english
     dutch = hidden_catalog("nl").find("Plain SGD keeps no state: 0 bytes.").msgstr
     for lang in i18n.LANGUAGES:
-        translated = json.loads((tmp_path / i18n.assignment(lesson, lang) / f"{lesson}.ipynb").read_text())
+        translated = json.loads((tmp_path / Edition(lesson, lang).assignment / f"{lesson}.ipynb").read_text())
         for mine, theirs in zip(translated["cells"], english["cells"]):
             if mine["cell_type"] == "code" and "parameters" not in mine["metadata"].get("tags", []):
                 # outside the hidden tests the code is the English code
-                assert HIDDEN.sub("", i18n._source(mine)) == HIDDEN.sub("", i18n._source(theirs)), mine["id"]
-                assert not [node.value for node in i18n._message_literals(i18n._source(mine), mine["id"])
-                            if node.lineno in i18n.hidden_lines(i18n._source(mine))
+                assert HIDDEN.sub("", i18n.cell_source(mine)) == HIDDEN.sub("", i18n.cell_source(theirs)), mine["id"]
+                assert not [node.value for node in i18n.message_literals(i18n.cell_source(mine), mine["id"])
+                            if node.lineno in i18n.hidden_lines(i18n.cell_source(mine))
                             and hidden_catalog(lang).find(node.value)], f"{mine['id']}: English left in {lang}"
-        sources = "\n".join(i18n._source(cell) for cell in translated["cells"])
+        sources = "\n".join(i18n.cell_source(cell) for cell in translated["cells"])
         assert (dutch in sources) == (lang == "nl") and "Plain SGD keeps no state" not in sources
 
 
@@ -158,7 +209,7 @@ def test_translate_hidden_tests_replaces_only_the_hidden_messages(tmp_path, monk
     catalog.append(polib.POEntry(msgid="Keep {n} × less.", msgstr="Houd {n} × minder."))
     catalog.append(polib.POEntry(msgid="Not done.", msgstr="Oud.", flags=["fuzzy"]))
     catalog.save(str(tmp_path / "hidden-tests.po"))
-    monkeypatch.setattr(i18n, "catalog_path", lambda domain, language: tmp_path / f"{domain}.po")
+    monkeypatch.setattr(i18n.translate, "catalog_path", lambda domain, language: tmp_path / f"{domain}.po")
     source = ('assert a, helpers.message("Keep {n} × less.", n=1)\n### BEGIN HIDDEN TESTS\n'
               'assert b, "é" and helpers.message(\n    "Keep {n} "\n    "× less.", n=2)\n'
               'assert c, helpers.message("Not done.")\n### END HIDDEN TESTS\nprint(helpers.message("Not done."))\n')

@@ -12,6 +12,7 @@ import pytest
 from papermill.inspection import inspect_notebook
 
 from course import i18n
+from course.lessons import Edition
 from course.paths import NOTEBOOKS, ROOT, SOLUTIONS, lessons
 
 LESSONS = lessons()
@@ -52,7 +53,7 @@ def test_papermill_lists_every_parameter_with_its_type_and_comment(lesson, tmp_p
     check_inferred(SOLUTIONS / lesson / f"{lesson}.ipynb", lesson)
     for language in i18n.LANGUAGES:  # the Dutch and Indonesian lesson, as course.i18n writes it
         path = tmp_path / language / f"{lesson}.ipynb"
-        i18n.write_notebook(i18n.translated_notebook(SOLUTIONS / lesson / f"{lesson}.ipynb", language), path)
+        i18n.write_notebook(i18n.edition_notebook(Edition(lesson, language)), path)
         check_inferred(path, lesson, language)
 
 
