@@ -47,13 +47,20 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(items):
     # The modules that read a background job or a lesson run go last (whole modules, so that their
-    # module-scoped fixtures are set up once): the jobs run beside the other tests meanwhile.
-    late = {item.module for item in items if reads_background(item)}
-    items.sort(key=lambda item: item.module in late)
+    # module-scoped fixtures are set up once): the jobs run beside the other tests meanwhile. Among
+    # them, the readers of what is done first go first (the lesson runs, then the jobs in the order
+    # they run), so that their own work overlaps the jobs still running instead of following them.
+    rank = {}
+    for item in items:
+        rank[item.module] = max(rank.get(item.module, 0), waits_for(item))
+    items.sort(key=lambda item: rank[item.module])
 
 
-def reads_background(item):
-    return bool(background.names() & set(item.fixturenames)) or item.get_closest_marker("lesson_run") is not None
+def waits_for(item):
+    """0: a test that reads no background work; 1: it reads a lesson run; 2 + i: the i-th job."""
+    jobs = background.names()
+    used = [2 + index for index, name in enumerate(jobs) if name in item.fixturenames]
+    return max([*used, 1 if item.get_closest_marker("lesson_run") is not None else 0])
 
 
 def lesson_read_by(item):
