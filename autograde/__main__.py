@@ -8,21 +8,24 @@ Exit status: 0 when the batch was processed (even if some submissions failed: se
 2 when it could not be (bad path, broken course sources, no isolation available), 128 + the
 signal's number when SIGINT, SIGTERM or SIGHUP stopped it (rerun to grade what is left).
 
---source is the instructor's notebooks with nbgrader markup. The course's own, in every language,
-comes from `python -m course.grade` (what `make autograde` runs), which writes it and calls this
-command with it: autograde never calls the course.
+--source is the instructor's notebooks with nbgrader markup, one folder per assignment. Graded
+alone, each assignment is a lesson of its own. What a course knows of them it tells with
+--variants (each assignment's lesson, language and sizes; each language's feedback texts:
+autograde/variants.py), --expose, --kernel-env, --protected, --preload and --cache: `python -m
+course.grade` (what `make autograde` runs) writes the course's lessons in every language and
+calls this command with all of it. autograde never imports or calls the course.
 """
 import argparse
 import json
 import os
 import sys
 
-from . import REPO
 from .collect import CollectError
 from .nbgrader_course import CourseError
 from .sandbox import SandboxError
 from .settings import GradingSettings
 from .shards import shard_argument
+from .variants import Variants
 
 
 def parse(argv=None):
@@ -31,11 +34,11 @@ def parse(argv=None):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--submissions", required=True,
                         help="folder <student>/<assignment>/<notebook>.ipynb, or an LMS zip")
-    parser.add_argument("--out", default=str(REPO / "build" / "grading"))
+    parser.add_argument("--out", default="build/grading")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--source", default=None,
-                        help="instructor notebooks with nbgrader markup (python -m course.grade "
-                             "gives the course's lessons in every language)")
+                        help="instructor notebooks with nbgrader markup, a folder per assignment "
+                             "(python -m course.grade gives the course's lessons in every language)")
     parser.add_argument("--cell-timeout", type=int, default=120, help="seconds per cell")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per notebook")
     parser.add_argument("--memory-mb", type=int, default=6144, help="address space per kernel")
@@ -43,11 +46,17 @@ def parse(argv=None):
     parser.add_argument("--named-regexp", default=None,
                         help="LMS zip file names: regexp with (?P<student_id>) and (?P<file_id>)")
     parser.add_argument("--protected", nargs="*",
-                        default=["builtins", "math", "numpy", "torch", "helpers", "IPython",
-                                 "ipykernel"],
+                        default=["builtins", "math", "numpy", "torch", "IPython", "ipykernel"],
                         help="packages whose functions are restored before every test cell")
-    parser.add_argument("--preload", nargs="*", default=["numpy", "torch", "helpers.*"],
-                        help="imported before student code, so their snapshot is trusted")
+    parser.add_argument("--preload", nargs="*", default=["numpy", "torch"],
+                        help="imported before student code, so their snapshot is trusted "
+                             "(\"package.*\": its modules too)")
+    parser.add_argument("--expose", nargs="*", default=[],
+                        help="folders of packages the kernels may import, read-only (python -m "
+                             "course.grade gives helpers/)")
+    parser.add_argument("--kernel-env", action="append", default=[], type=_setting,
+                        metavar="NAME=VALUE", help="set in every kernel's environment, repeatable "
+                                                   "(python -m course.grade gives the course's)")
     parser.add_argument("--no-sandbox", dest="sandbox", action="store_false",
                         default=os.environ.get("AUTOGRADE_SANDBOX", "on") != "off",
                         help="run kernels as yourself (trusted submissions only)")
@@ -59,10 +68,10 @@ def parse(argv=None):
     parser.add_argument("--cache", default="",
                         help="a model cache the kernels read: a read-only copy, whose parent folder "
                              "they get as COURSE_CACHE (python -m course.grade gives the course's)")
-    parser.add_argument("--parameters", default=None, type=_parameters_file,
-                        help="a JSON file {assignment: {name: Python source}}: set after each "
-                             "assignment's parameters cell, for the names that cell assigns "
-                             "(python -m course.grade writes the lessons' grading sizes)")
+    parser.add_argument("--variants", default=None, type=_variants_file,
+                        help="a JSON file: each assignment's lesson, language and sizes (Python "
+                             "sources set after its parameters cell), each language's name and "
+                             "feedback texts (autograde/variants.py; python -m course.grade writes it)")
     parser.add_argument("--earlier-releases", default={}, type=_earlier_releases_file,
                         help="a JSON file {assignment: {notebook: [release, ...]}}, each an earlier "
                              "release's cells with a grade id as [grade id, cell type, sha256 of "
@@ -70,20 +79,25 @@ def parse(argv=None):
                              "release it differs least from (python -m course.grade gives the "
                              "course's git history of notebooks/)")
     options = vars(parser.parse_args(argv))
+    told = options.pop("kernel_env")
     return GradingSettings(**{**options, "jobs": max(1, options["jobs"]),
                               "protected": tuple(options["protected"]),
-                              "preload": tuple(options["preload"]),
-                              "parameters": options["parameters"] or {}})
+                              "preload": tuple(options["preload"]), "expose": tuple(options["expose"]),
+                              "environment": tuple(told), "variants": options["variants"] or Variants()})
 
 
-def _parameters_file(path):
+def _setting(text):
+    name, equals, value = text.partition("=")
+    if not (equals and name.isidentifier()):
+        raise argparse.ArgumentTypeError(f"--kernel-env {text!r}: expected NAME=VALUE")
+    return name, value
+
+
+def _variants_file(path):
     try:
-        table = json.loads(open(path).read())
+        return Variants.read(path)
     except (OSError, ValueError) as error:
         raise argparse.ArgumentTypeError(f"cannot read {path}: {error}")
-    if not (isinstance(table, dict) and all(isinstance(v, dict) for v in table.values())):
-        raise argparse.ArgumentTypeError(f"{path}: not {{assignment: {{name: source}}}}")
-    return table
 
 
 def _earlier_releases_file(path):

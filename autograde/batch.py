@@ -75,7 +75,7 @@ def _run(settings, source, out, assignments, work, uids, stop, started):
     jobs_dir.mkdir(mode=0o700)
     kernels_dir.mkdir(mode=0o711)
     out.mkdir(mode=0o700, parents=True, exist_ok=True)  # before the sandboxes, which hide it
-    submissions = collect(settings.submissions, assignments, jobs_dir, settings.named_regexp)
+    submissions = collect(settings.submissions, assignments, jobs_dir, settings.named_regexp, settings.variants)
     # What the class submitted (every shard computes the same), or, for an empty class, all
     submitted = {s.assignment for s in submissions} or set(assignments)
     submissions = shards.select(submissions, settings.shard)  # --shard K/N: this run's share
@@ -85,7 +85,7 @@ def _run(settings, source, out, assignments, work, uids, stop, started):
     slots = [make_slot(settings, cache, hidden_paths, kernels_dir / f"slot{n}", uid)
              for n, uid in enumerate(uids if submissions else [])]
     try:
-        prepare(source, out, [name for name in assignments if name in submitted])
+        prepare(source, out, [name for name in assignments if name in submitted], settings.variants)
         fingerprints = _fingerprints(submissions, assignments, out, settings)
         record = _resumed(out, fingerprints, settings)
         kept = len(record.graded)
@@ -96,7 +96,7 @@ def _run(settings, source, out, assignments, work, uids, stop, started):
         if to_grade and not stop.signal:
             template = jobs_dir / "template.db"
             shutil.copy(out / "gradebook.db", template)
-            batch = Batch(settings, assignments, out, template, kernel_env(cache))
+            batch = Batch(settings, assignments, out, template, kernel_env(settings, cache))
             _grade(batch, to_grade, record, fingerprints, slots, jobs_dir, stop)
     finally:
         for slot in slots:
@@ -232,6 +232,7 @@ def _job(batch, submission, job_dir, slot):
                work=job_dir, template_db=batch.template, scratch=scratch, sandbox=slot.spec,
                kernel_env=batch.kernel_env, protected_packages=tuple(settings.protected),
                preload=tuple(settings.preload), parameters=_parameters(settings, submission),
+               texts=settings.variants.texts(),
                earlier_releases=settings.earlier_releases.get(submission.assignment, {}),
                limits=GradingLimits(cell_timeout=settings.cell_timeout,
                                     submission_timeout=settings.timeout,
@@ -241,10 +242,10 @@ def _job(batch, submission, job_dir, slot):
 
 
 def _parameters(settings, submission):
-    """{name: Python source} injected after the parameters cell: what --parameters gives the
-    assignment, and the language the grader chose where the notebook's is not one of the
+    """{name: Python source} injected after the parameters cell: the sizes the variants table gives
+    the assignment, and the language the grader chose where the notebook's is not one of the
     course's (collect.py)."""
-    told = settings.parameters.get(submission.assignment, {})
+    told = settings.variants.parameters(submission.assignment)
     if submission.language is None:
         return told
     return {**told, "course_language": repr(submission.language)}

@@ -2,15 +2,17 @@
 
     python -m autograde.class_report OUT      # (re)write the report of a graded OUT folder
 
-From OUT's files only (grades.csv, timings.csv, gradebook.db, autograded/ notebooks, source/):
+From OUT's files only (grades.csv, timings.csv, gradebook.db, autograded/ notebooks, source/,
+variants.json):
 - report.md and report.html (the same content): per lesson a score histogram (PNG), the number
   of submissions by status, and per graded test cell its pass rate and the three most frequent
   failure messages with how many students got each; then the slowest submissions;
 - grades_wide.csv for a gradebook import: one row per student, one column per lesson, a total;
 - a lesson is one section whatever the languages its submissions were graded in (the gradebook
-  keeps them as the assignments `<lesson>`, `<lesson>-nl`, ...: autograde/assignments.py); its
-  pass rates count every language together (the test cells are the same), and when the class
-  mixes languages a table breaks the lesson down by language.
+  keeps them as assignments of their own, `<lesson>`, `<lesson>-nl`, ...: OUT's variants table
+  says which lesson and language each one is, autograde/variants.py); its pass rates count every
+  language together (the test cells are the same), and when the class mixes languages a table
+  breaks the lesson down by language.
 A failure message is what the student's feedback shows: the error's last line ("AssertionError:
 ...") with every line of hidden-test source replaced, as autograde.feedback does.
 """
@@ -23,8 +25,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from .feedback import hidden_lines, scrub
-from .assignments import LANGUAGES, lesson_and_language
-from .outfolder import GRADES, TIMINGS, WIDE, gradebook_assignment, read_csv, read_timings, write_wide
+from .outfolder import (GRADES, TIMINGS, WIDE, gradebook_assignment, read_csv, read_timings, read_variants,
+                        write_wide)
 from .report import FAILED, fmt
 
 TOP_MESSAGES = 3
@@ -55,9 +57,11 @@ def write(out):
     out = Path(out)
     rows = read_csv(out / GRADES)
     seconds = read_timings(out / TIMINGS)
-    tests = _test_results(out, {(r["student_id"], gradebook_assignment(r)): r["status"] for r in rows})
+    variants = read_variants(out)
+    statuses = {(r["student_id"], gradebook_assignment(r, variants)): r["status"] for r in rows}
+    tests = _test_results(out, statuses, variants)
     write_wide(out / WIDE, rows, fmt)
-    blocks = _blocks(out, rows, tests, seconds)
+    blocks = _blocks(out, rows, tests, seconds, statuses, variants)
     (out / "report.md").write_text(to_markdown(blocks))
     (out / "report.html").write_text(to_html(blocks))
     return out / "report.html"
@@ -75,7 +79,7 @@ def warm_up():
 
 # ---- reading the results ----
 
-def _test_results(out, statuses):
+def _test_results(out, statuses, variants):
     """{(lesson, notebook, grade_id): [(student, language, passed, message or None)]}, in cell
     order: a lesson's languages together."""
     with sqlite3.connect(f"file:{out / 'gradebook.db'}?mode=ro", uri=True) as db:
@@ -92,9 +96,9 @@ def _test_results(out, statuses):
                 messages = _messages(out / "autograded" / student / assignment / f"{notebook}.ipynb",
                                      hidden, statuses.get((student, assignment), "not graded"))
             message = None if passed else messages.get(grade_id, "the cell did not run")
-            lesson, language = lesson_and_language(assignment)
-            results[(lesson, notebook, grade_id)].append((student, language, passed, message))
-    order = _cell_order(out)
+            results[(variants.lesson(assignment), notebook, grade_id)].append(
+                (student, variants.language(assignment), passed, message))
+    order = _cell_order(out, variants)
     return dict(sorted(results.items(), key=lambda item: order.get(item[0], (item[0], 0))))
 
 
@@ -105,12 +109,12 @@ def _hidden_lines(out):
     return hidden_lines(sources)
 
 
-def _cell_order(out):
+def _cell_order(out, variants):
     order = {}
     for path in sorted((out / "source").glob("*/*.ipynb")):
         for index, cell in enumerate(json.loads(path.read_text())["cells"]):
             grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id")
-            lesson = lesson_and_language(path.parent.name)[0]
+            lesson = variants.lesson(path.parent.name)
             order.setdefault((lesson, path.stem, grade_id), ((lesson, path.stem), index))
     return order
 
@@ -138,7 +142,7 @@ def _messages(notebook_path, hidden, status):
 
 # ---- the report's content, as blocks both renderers share ----
 
-def _blocks(out, rows, tests, seconds):
+def _blocks(out, rows, tests, seconds, statuses, variants):
     blocks = [("h1", "Class report"),
               ("p", f"{len(rows)} submissions from {len({r['student_id'] for r in rows})} students. "
                     "Pass rate: the share of submissions whose test cell earned its points. "
@@ -166,14 +170,13 @@ def _blocks(out, rows, tests, seconds):
                           "; ".join(f"({count}) {message}"
                                     for message, count in failures.most_common(TOP_MESSAGES))])
         blocks.append(("table", table))
-    blocks += _across_languages(rows, tests)
+    blocks += _across_languages(rows, tests, list(variants.languages))
     if seconds:
         slowest = sorted(seconds.items(), key=lambda item: -item[1])[:SLOWEST]
-        status = {(r["student_id"], gradebook_assignment(r)): r["status"] for r in rows}
         blocks += [("h2", "Slowest submissions"),
                    ("table", [["student", "lesson", "seconds", "status", "language"]]
-                    + [[s, lesson_and_language(a)[0], f"{t:.1f}", status.get((s, a), ""),
-                        lesson_and_language(a)[1]] for (s, a), t in slowest])]
+                    + [[s, variants.lesson(a), f"{t:.1f}", statuses.get((s, a), ""), variants.language(a)]
+                       for (s, a), t in slowest])]
     blocks.append(("p", "Files: grades.csv (one row per submission), grades_wide.csv (one row per "
                         "student, for a gradebook import), feedback/ (what each student reads)."))
     return blocks
@@ -183,19 +186,20 @@ def _rate(passed, total):
     return f"{passed}/{total} ({100 * passed / total:.0f} %)" if total else ""
 
 
-def _across_languages(rows, tests):
+def _across_languages(rows, tests, course_languages):
     """Per lesson graded in more than one language: mean score and test cells' pass rates per
-    language and overall."""
+    language (in the course's order) and overall."""
     languages = defaultdict(set)
     for r in rows:
-        languages[r["assignment"]].add(r.get("language") or "en")
+        languages[r["assignment"]].add(r.get("language", ""))
     blocks = []
     for lesson in sorted(lesson for lesson, found in languages.items() if len(found) > 1):
-        order = [language for language in LANGUAGES if language in languages[lesson]]
+        found = languages[lesson]
+        order = [language for language in course_languages if language in found] + sorted(found - set(course_languages))
         scores = defaultdict(list)
         for r in rows:
             if r["assignment"] == lesson:
-                scores[r.get("language") or "en"].append(float(r["score"] or 0))
+                scores[r.get("language", "")].append(float(r["score"] or 0))
         mean = lambda values: f"{sum(values) / len(values):.2f} ({len(values)})" if values else ""  # noqa: E731
         table = [["", *order, "all"], ["mean score (submissions)", *(mean(scores[language]) for language in order),
                                        mean([v for values in scores.values() for v in values])]]

@@ -5,9 +5,9 @@ Zip: either that same layout zipped, or flat LMS file names as nbgrader's `zip_c
 them: a regular expression with named groups `student_id` and `file_id` (the notebook's file
 name). The default takes the student id from the start of the name and recognises the course's
 notebook names at its end, e.g. `jdoe_12345_assignsubmission_file_01_basic_loop.ipynb`.
-The assignment is the one whose notebook that is. In a source with the course's translations
-(`<lesson>-nl`, `<lesson>-id`), the notebook's own language decides: its parameters cell's
-`course_language = "nl"` makes a notebook handed in as 01_basic_loop the assignment
+The assignment is the one whose notebook that is. Where the variants table gives a lesson in
+several languages (autograde/variants.py), the notebook's own language decides: its parameters
+cell's `course_language = "nl"` makes a notebook handed in as 01_basic_loop the assignment
 01_basic_loop-nl, so an LMS export or nbgrader's collect needs no folder per language.
 Zips are unpacked safely (no absolute or `..` paths, no links, bounded size) into the grader's
 work folder; the original is only read.
@@ -19,7 +19,7 @@ import zipfile
 import dataclasses
 from pathlib import Path
 
-from .assignments import LANGUAGES, assignment, language_name, lesson_and_language, notebook_language
+from .variants import Variants, notebook_language
 
 VALID_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}$")
 MAX_ZIP_BYTES = 2 * 1024 ** 3
@@ -39,9 +39,9 @@ class Submission:
     note: str = ""               # what the row's detail says first (the language graded in)
 
 
-def collect(path, assignments, workdir, named_regexp=None):
+def collect(path, assignments, workdir, named_regexp=None, variants=Variants()):
     """List of Submission, sorted by (student, assignment); raises CollectError on a bad path."""
-    return _in_their_language(_found(path, assignments, workdir, named_regexp), assignments)
+    return _in_their_language(_found(path, assignments, workdir, named_regexp), assignments, variants)
 
 
 def _found(path, assignments, workdir, named_regexp):
@@ -131,26 +131,22 @@ def _match(filename, by_notebook, named_regexp):
     return None, None
 
 
-def _in_their_language(submissions, assignments):
-    """Each submission under the assignment of its notebook's language, where the source has that
-    assignment and the student did not hand it in as well (then both stay as handed in). A
-    language the course does not have (a typo: "fr") is graded as the assignment's own language,
-    and its row says so (Submission.note); the grader's kernel runs in that language."""
+def _in_their_language(submissions, assignments, variants):
+    """Each submission under the assignment of its notebook's language (variants.route), where the
+    source has that assignment and the student did not hand it in as well (then both stay as handed
+    in). A language the course does not have (a typo: "fr") is graded as the assignment's own
+    language, and its row says so (Submission.note); the grader's kernel runs in that language."""
     taken = {(s.student, s.assignment) for s in submissions}
     placed = []
     for submission in submissions:
-        lesson, language = lesson_and_language(submission.assignment)
         chosen = notebook_language(submission.folder, assignments[submission.assignment])
-        target = assignment(lesson, chosen)
-        if chosen in LANGUAGES and target != submission.assignment and target in assignments \
-                and (submission.student, target) not in taken:
-            taken.add((submission.student, target))
-            submission = dataclasses.replace(submission, assignment=target)
-        elif chosen is not None and chosen not in LANGUAGES:
-            submission = dataclasses.replace(
-                submission, language=language,
-                note=(f"course_language {chosen!r} is not a language of the course "
-                      f"({', '.join(LANGUAGES)}): graded in {language_name(language)}"))
+        target, language, note = variants.route(submission.assignment, chosen)
+        if target != submission.assignment:
+            if target in assignments and (submission.student, target) not in taken:
+                taken.add((submission.student, target))
+                submission = dataclasses.replace(submission, assignment=target)
+        elif note:
+            submission = dataclasses.replace(submission, language=language, note=note)
         placed.append(submission)
     return sorted(placed, key=lambda s: (s.student, s.assignment))
 

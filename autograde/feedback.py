@@ -35,13 +35,14 @@ TEST_FRAME = re.compile(r"File <test [^>]*>:(\d+)")  # the frame of the test's o
 class HideHiddenTests(ClearHiddenTests):
     hidden_sources = Dict({}).tag(config=True)  # grade_id -> source with hidden tests (optional)
     report_path = Unicode("").tag(config=True)
+    texts = Dict({}).tag(config=True)  # the page's texts: {language: {English: translation}}
 
     def preprocess(self, nb, resources):
         self._hidden_lines = hidden_lines([cell.source for cell in nb.cells]
                                           + list(self.hidden_sources.values()),
                                           self.begin_test_delimeter, self.end_test_delimeter)
         resources["hidden_failures"] = []
-        resources["hidden_failure_note"] = hidden_failure_note(nb)
+        resources["hidden_failure_note"] = hidden_failure_note(nb, self.texts)
         return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, cell_index):

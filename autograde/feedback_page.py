@@ -6,7 +6,10 @@
   Indonesian notebook the translated heading), without its "(4 points)", since the score follows.
   nbgrader's own page names every one "Test cell".
 - A failure in a hidden test is marked as such, in that list and above its message (the mark is
-  set by autograde.feedback.HideHiddenTests, which knows where the hidden tests are).
+  set by autograde.feedback.HideHiddenTests, which knows where the hidden tests are), in the
+  language the notebook's parameters cell sets. The page's texts in each language are told
+  (the variants table's "texts", which course.grade makes of helpers' catalogs): this file only
+  marks its English texts for the catalogs, as gettext's N_ does.
 - Long messages wrap (nbgrader's page keeps an output's lines whole: at 1200 px a long
   assertion was cut and needed sideways scrolling).
 """
@@ -16,9 +19,7 @@ from pathlib import Path
 import nbgrader
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from helpers.language import NOT_YET_TRANSLATED, TRANSLATED, catalog
-
-from .assignments import COURSE_LANGUAGE, SOURCE_LANGUAGE
+from .variants import language_in
 
 NBGRADER_TEMPLATES = str(Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates")
 # HTMLExporter's settings: autograde/templates/course_feedback/feedback_page.html.j2 extends
@@ -40,25 +41,25 @@ def configure(config):
         setattr(config.HTMLExporter, name, value)
 
 
-def message(english, language):
-    """`english` in `language`, from helpers' catalogs (course.i18n collects the texts of this file)."""
-    if language not in TRANSLATED or english not in catalog(language):
-        return english
-    return catalog(language)[english] or f"{english} {NOT_YET_TRANSLATED[language]}"
+def message(english):
+    """Marks `english` as a text of the page: course.i18n collects every message("...") of this
+    file into helpers' catalogs, and course.grade tells the grader its translations."""
+    return english
+
+
+HIDDEN_FAILURE = message("Failed in a hidden test (run only at grading; its code is not shown).")
+TEXTS = (HIDDEN_FAILURE,)  # what the page says in the student's language
 
 
 def notebook_language(nb):
-    """The course_language that the notebook's parameters cell sets (English without one)."""
-    for cell in nb.cells:
-        if "parameters" in cell.metadata.get("tags", []):
-            match = COURSE_LANGUAGE.search(cell.source)
-            return match.group(1) if match else SOURCE_LANGUAGE
-    return SOURCE_LANGUAGE
+    """The course_language that the notebook's parameters cell sets, or None."""
+    cell = next((c for c in nb.cells if "parameters" in c.metadata.get("tags", [])), None)
+    return language_in(cell.source) if cell else None
 
 
-def hidden_failure_note(nb):
-    return message("Failed in a hidden test (run only at grading; its code is not shown).",
-                   notebook_language(nb))
+def hidden_failure_note(nb, texts):
+    """The note above a hidden test's failure; texts: {language: {English: translation}}."""
+    return texts.get(notebook_language(nb), {}).get(HIDDEN_FAILURE, HIDDEN_FAILURE)
 
 
 def last_heading(markdown):

@@ -66,6 +66,7 @@ class Job:
     protected_packages: tuple
     preload: tuple
     parameters: dict          # {name: Python source} injected after the parameters cell ({}: none)
+    texts: dict               # the feedback page's texts: {language: {English: translation}}
     earlier_releases: dict = field(default_factory=dict)  # {notebook: [released_cells, ...]}
 
 
@@ -153,7 +154,7 @@ def _config(job, course, notebook, report, release_path):
     config.CourseDirectory.student_id = job.student
     config.CourseDirectory.notebook_id = notebook
     config.Autograde.autograde_preprocessors = [
-        InjectGradingParameters,  # the sizes it is told (--parameters): smaller demonstrations
+        InjectGradingParameters,  # the sizes it is told (--variants): smaller demonstrations
         GuardedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
         VerdictSaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
     config.Autograde.sanitize_preprocessors = [
@@ -186,6 +187,7 @@ def _feedback(job, course, log_path, events):
     config.GenerateFeedback.preprocessors = FEEDBACK_PREPROCESSORS
     feedback_page.configure(config)
     config.HideHiddenTests.hidden_sources = _hidden_sources(course, job.assignment)
+    config.HideHiddenTests.texts = job.texts
     redacted = job.work / "redacted.txt"
     config.HideHiddenTests.report_path = str(redacted)
     try:

@@ -1,11 +1,15 @@
-"""The output folder as an nbgrader course: source/ (a copy of solutions/), release/, the gradebook,
-submitted/, autograded/, feedback/ and an nbgrader_config.py, so that `nbgrader formgrader` and
-`nbgrader generate_feedback` work there for manual review after the batch."""
+"""The output folder as an nbgrader course: source/ (a copy of the sources), release/, the
+gradebook, submitted/, autograded/, feedback/ and an nbgrader_config.py, so that `nbgrader
+formgrader` and `nbgrader generate_feedback` work there for manual review after the batch; and
+the variants table it was told (variants.json)."""
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from .outfolder import write_variants
+from .variants import Variants
 
 OUT_CONFIG = '''\
 # Written by `python -m autograde`: this folder is an nbgrader course (gradebook, submissions,
@@ -15,6 +19,7 @@ import os
 c = get_config()  # noqa: F821
 c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
 c.GenerateFeedback.preprocessors = {preprocessors!r}
+c.HideHiddenTests.texts = {texts!r}
 {template}# release_feedback skips (and names) a feedback folder without submission_secret.txt
 c.ExchangeFactory.release_feedback = "autograde.exchange.ReleaseFeedback"
 '''
@@ -81,9 +86,10 @@ def assignments_in(source_root):
     return found
 
 
-def prepare(source_root, out, assignments):
+def prepare(source_root, out, assignments, variants=Variants()):
     """Copy the sources into OUT/source and (re)generate the release and the gradebook's
-    assignment records with nbgrader. Raises CourseError when nbgrader refuses the sources."""
+    assignment records with nbgrader; keep the variants table. Raises CourseError when nbgrader
+    refuses the sources."""
     from .feedback import FEEDBACK_PREPROCESSORS
     from .feedback_page import TEMPLATE_SETTINGS
     ensure_venv_on_path()
@@ -92,7 +98,8 @@ def prepare(source_root, out, assignments):
     os.chmod(out, 0o700)
     template = "".join(f"c.HTMLExporter.{name} = {value!r}\n" for name, value in TEMPLATE_SETTINGS.items())
     (out / "nbgrader_config.py").write_text(OUT_CONFIG.format(preprocessors=FEEDBACK_PREPROCESSORS,
-                                                              template=template))
+                                                              texts=variants.texts(), template=template))
+    write_variants(out, variants)
     for assignment in assignments:
         target = out / "source" / assignment
         if target.exists():

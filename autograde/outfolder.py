@@ -4,9 +4,12 @@
                      grading seconds and its fingerprint; rows name the nbgrader assignment
                      (01_basic_loop-nl), as the gradebook and OUT's folders do
     grades.csv       one row per submission: student_id, assignment (the lesson), language,
-                     score, max_score, status, detail
+                     score, max_score, status, detail; the lesson and the language are the
+                     variants table's (variants.json)
     timings.csv      student_id, assignment (nbgrader's), seconds: the class report's slowest
     grades_wide.csv  for a gradebook import: one row per student, one column per lesson, a total
+    variants.json    the variants table the run was told (autograde/variants.py); none for a
+                     plain nbgrader source
 
 Each is written beside its path and renamed over it (`replace_atomically`): a reader, or a
 crash at any moment, sees the old file or the new one. The course's other files in OUT are
@@ -14,16 +17,18 @@ nbgrader's (source/, release/, submitted/, autograded/, feedback/, gradebook.db:
 autograde/nbgrader_course.py) and the class report's (autograde/class_report.py).
 """
 import csv
+import json
 import os
 from collections import defaultdict
 from pathlib import Path
 
-from .assignments import assignment, lesson_and_language
+from .variants import Variants
 
 RECORD = "graded.json"
 GRADES = "grades.csv"
 TIMINGS = "timings.csv"
 WIDE = "grades_wide.csv"
+VARIANTS = "variants.json"
 COLUMNS = ["student_id", "assignment", "language", "score", "max_score", "status", "detail"]
 
 
@@ -38,20 +43,32 @@ def replace_atomically(path, write):
     os.replace(temporary, path)
 
 
-def grades_row(row):
+def write_variants(out, variants):
+    """OUT/variants.json: the table a rerun, a merge of shards and the class report read."""
+    text = json.dumps({"assignments": variants.assignments, "languages": variants.languages}, indent=1)
+    replace_atomically(Path(out) / VARIANTS, lambda path: Path(path).write_text(text))
+
+
+def read_variants(out):
+    """OUT's variants table (an empty one for a plain nbgrader source)."""
+    path = Path(out) / VARIANTS
+    return Variants.read(path) if path.is_file() else Variants()
+
+
+def grades_row(row, variants):
     """The row of grades.csv of a graded row (which names the nbgrader assignment)."""
-    lesson, language = lesson_and_language(row["assignment"])
-    return {**row, "assignment": lesson, "language": language}
+    return {**row, "assignment": variants.lesson(row["assignment"]),
+            "language": variants.language(row["assignment"])}
 
 
-def gradebook_assignment(row):
-    """The nbgrader assignment of a row of grades.csv (a table without a language: English)."""
-    return assignment(row["assignment"], row.get("language") or "en")
+def gradebook_assignment(row, variants):
+    """The nbgrader assignment of a row of grades.csv."""
+    return variants.assignment(row["assignment"], row.get("language", "")) or row["assignment"]
 
 
-def write_grades(path, rows):
+def write_grades(path, rows, variants):
     """grades.csv of the graded rows, sorted by student, lesson and language."""
-    rows = sorted((grades_row(r) for r in rows),
+    rows = sorted((grades_row(r, variants) for r in rows),
                   key=lambda r: (r["student_id"], r["assignment"], r["language"]))
     _write(path, COLUMNS, [[r.get(column, "") for column in COLUMNS] for r in rows])
 

@@ -3,7 +3,7 @@
 A lesson's first cell tagged `parameters` sets its sizes (examples, batch size, epochs). The
 demonstrations train with them so that students see learning; the graded tests build their own
 tiny problems (helpers.exercises.tiny_problem). So the grader does what papermill does with `-p`:
-it adds a cell right after the parameters cell that sets the values of --parameters (the course
+it adds a cell right after the parameters cell that sets the sizes --variants gives it (the course
 gives each lesson's small profile: course/lessons.py), only for the names that cell assigns (a
 student who deleted one keeps the lesson's own error). The cell is tagged `injected-parameters`
 and shows in the autograded notebook and the feedback, so students can see what ran.

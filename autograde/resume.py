@@ -46,6 +46,7 @@ class Record:
         self.planned = sorted(planned)  # [(student, assignment)] this OUT is to hold
         self.shard = shard              # (K, N) for a shard's OUT, else None
         self.graded = {(e["row"]["student_id"], e["row"]["assignment"]): e for e in graded}
+        self.variants = outfolder.read_variants(self.out)  # the lessons and languages of grades.csv
 
     @classmethod
     def read(cls, out):
@@ -75,6 +76,6 @@ class Record:
                 "graded": [self.graded[key] for key in sorted(self.graded)]}
         text = json.dumps(data, indent=1)
         outfolder.replace_atomically(self.out / RECORD, lambda path: Path(path).write_text(text))
-        outfolder.write_grades(self.out / outfolder.GRADES, self.rows())
+        outfolder.write_grades(self.out / outfolder.GRADES, self.rows(), self.variants)
         outfolder.write_timings(self.out / outfolder.TIMINGS,
                                 {key: entry["seconds"] for key, entry in self.graded.items()})

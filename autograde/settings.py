@@ -13,14 +13,17 @@ The limits, each written here once:
   start and its output's wait (KERNEL_START_SECONDS, IOPUB_SECONDS); --max-output-bytes per cell;
 - per submission: the worker's whole budget (`worker_seconds`), after which the batch kills it.
 What a kernel may read and what it sees empty, and its environment, are built here too
-(`exposed`, `hidden`, `kernel_env`).
+(`exposed`, `hidden`, `kernel_env`): what the course adds to them (--expose, --kernel-env) it is
+told, as python -m course.grade tells it.
 """
 import shutil
 import sys
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from . import REPO
+from .variants import Variants
+
+AUTOGRADE = Path(__file__).resolve().parent  # a kernel runs autograde.guard: it may import this
 
 FILE_BYTES = 256 * 1024 ** 2      # the largest file a kernel may write
 PROCESSES = 1024                  # processes and threads of the kernel's uid
@@ -54,7 +57,9 @@ class GradingSettings:
     protected: tuple           # packages whose functions are restored before every test cell
     preload: tuple             # imported before student code, so their snapshot is trusted
     sandbox: bool              # False: kernels run as the grader (trusted submissions only)
-    parameters: dict           # {assignment: {name: Python source}} set after its parameters cell
+    variants: Variants         # each assignment's lesson, language and sizes; each language's texts
+    expose: tuple = ()         # packages the kernels may import (read-only)
+    environment: tuple = ()    # (NAME, VALUE) pairs added to the kernels' environment
     cache: str = ""            # a model cache the kernels read (its copy's parent is COURSE_CACHE)
     # {assignment: {notebook: [validate.released_cells of an earlier release]}}: not `modified`
     earlier_releases: dict = field(default_factory=dict)
@@ -69,7 +74,8 @@ class GradingSettings:
 
     def grading_rules(self):
         """{field: value} of what changes a grade: the salt of every submission's fingerprint."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if not f.metadata.get("run_only")}
+        values = asdict(self)  # the variants table as plain JSON too
+        return {f.name: values[f.name] for f in fields(self) if not f.metadata.get("run_only")}
 
     def kernel_limits(self):
         # CPU seconds: a notebook's wall-clock limit four times over (a kernel's threads count
@@ -81,14 +87,15 @@ class GradingSettings:
         return self.timeout * notebooks + WORKER_SECONDS
 
 
-def kernel_env(cache=None, scratch=None):
-    """A kernel's whole environment: one thread, offline, the course on its path, the model cache
-    (`cache`); with a sandbox (`scratch`: its HOME and cwd) also its home and private /tmp."""
+def kernel_env(settings=None, cache=None, scratch=None):
+    """A kernel's whole environment: what the settings add (--kernel-env), the exposed packages on
+    its path, the model cache (`cache`); with a sandbox (`scratch`: its HOME and cwd) also its
+    home and private /tmp."""
+    packages = [AUTOGRADE, *(Path(p).resolve() for p in (settings.expose if settings else ()))]
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
-           "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-           "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-           "TRANSFORMERS_OFFLINE": "1", "PYTHONHASHSEED": "0", "MPLBACKEND": "agg",
-           "PYTHONPATH": str(REPO)}
+           "LANG": "C.UTF-8", "PYTHONHASHSEED": "0", "MPLBACKEND": "agg",
+           **dict(settings.environment if settings else ()),
+           "PYTHONPATH": ":".join(dict.fromkeys(str(p.parent) for p in packages))}
     if cache:
         env["COURSE_CACHE"] = str(cache)
     if scratch:
@@ -98,9 +105,9 @@ def kernel_env(cache=None, scratch=None):
     return env
 
 
-def exposed(env):
-    """What a kernel may read: Python, the course's packages, the model cache."""
-    paths = [sys.base_prefix, sys.prefix, str(REPO / "helpers"), str(REPO / "autograde")]
+def exposed(settings, env):
+    """What a kernel may read: Python, autograde, the packages of --expose, the model cache."""
+    paths = [sys.base_prefix, sys.prefix, str(AUTOGRADE), *(str(Path(p).resolve()) for p in settings.expose)]
     return paths + ([env["COURSE_CACHE"]] if "COURSE_CACHE" in env else [])
 
 

@@ -18,7 +18,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from . import class_report, report, resume
+from . import class_report, outfolder, report, resume
 from .nbgrader_course import ensure_venv_on_path
 
 
@@ -107,7 +107,9 @@ def _all_shards(records):
 
 
 def _same_sources(first, other):
-    """Shards graded with different instructor notebooks cannot share a gradebook."""
+    """Shards graded with different instructor notebooks or variants tables cannot share a gradebook."""
+    if outfolder.read_variants(first) != outfolder.read_variants(other):
+        raise ShardError(f"{other}: graded with another variants table than {first} ({outfolder.VARIANTS})")
     compare = filecmp.dircmp(first / "source", other / "source")
     pending = [compare]
     while pending:

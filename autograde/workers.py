@@ -32,9 +32,9 @@ def make_slot(settings, cache, hidden_paths, folder, uid):
     scratch = folder / "home"
     if not settings.sandbox:
         return Slot(scratch, None, None)
-    env = kernel_env(cache, scratch)
+    env = kernel_env(settings, cache, scratch)
     spec = sandbox.SandboxSpec(
-        scratch=str(scratch), env=env, read_only=tuple(exposed(env)), hide=hidden_paths, uid=uid,
+        scratch=str(scratch), env=env, read_only=tuple(exposed(settings, env)), hide=hidden_paths, uid=uid,
         zygote=str(folder.with_suffix(".sock")), limits=settings.kernel_limits())
     return Slot(scratch, spec, sandbox.start_zygote(spec, settings.preload))
 

@@ -1,16 +1,21 @@
 """`python -m course.grade --submissions PATH [--full-size] [python -m autograde's options]`: grade
 a class of this course (`make autograde`).
 
-It tells the grader what it knows of the course, unless the command line says it: --source, the
-course's lessons in every language as one nbgrader source (course.i18n.grading_source: the
-assignments <lesson>, <lesson>-nl, <lesson>-id ...); --parameters, the sizes to grade each at
-(course/lessons.py's small profile; --full-size: none, the lessons' own); --cache, the model cache
-the kernels read (built once where missing); --earlier-releases, the lessons' releases in the
-course's git history (course/release_history.py), so that a submission of a lesson fetched before
-the instructor changed it is not `modified`. The source and the sizes are written into a temporary
-folder only this user may read, anew for each run. Each submission is graded as the language its
-notebook says (autograde/collect.py). Every other option is autograde's (`python -m autograde
---help`); so is the exit status.
+It tells the grader what it knows of the course, unless the command line says it:
+- --source: the course's lessons in every language as one nbgrader source (course.i18n's
+  grading_source: the assignments <lesson>, <lesson>-nl, <lesson>-id ..., course.lessons.Edition);
+- --variants: the table of those assignments (autograde/variants.py): each one's lesson, language
+  and sizes (course/lessons.py's small profile; --full-size: none, the lessons' own), each
+  language's name and the feedback page's texts from helpers' catalogs;
+- --expose helpers/, the kernel's environment (course.lessons.KERNEL_ENVIRONMENT), and helpers
+  among the packages --protected and --preload name;
+- --cache: the model cache the kernels read (built once where missing);
+- --earlier-releases: the lessons' releases in the course's git history
+  (course/release_history.py), so that a submission of a lesson fetched before the instructor
+  changed it is not `modified`.
+The source and the table are written into a temporary folder only this user may read, anew for
+each run. Each submission is graded as the language its notebook says (autograde/collect.py).
+Every other option is autograde's (`python -m autograde --help`); so is the exit status.
 """
 import json
 import sys
@@ -18,16 +23,20 @@ import tempfile
 from pathlib import Path
 
 from autograde import __main__ as autograde
-from autograde.assignments import assignment
-from helpers.language import LANGUAGES
+from autograde.feedback_page import TEXTS
+from helpers.language import LANGUAGE_NAMES, LANGUAGES, translation
 
 from .i18n import grading_source
-from .lessons import profile
+from .lessons import KERNEL_ENVIRONMENT, editions, profile
 from .model_cache import built_cache
-from .paths import lessons
+from .paths import ROOT, lessons
 from .release_history import earlier_releases
 
 FULL_SIZE = "--full-size"
+# what a kernel may import of the course, and what it must not patch (autograde/guard.py)
+EXPOSE = [str(ROOT / "helpers")]
+PROTECTED = ["builtins", "math", "numpy", "torch", "helpers", "IPython", "ipykernel"]
+PRELOAD = ["numpy", "torch", "helpers.*"]
 
 
 def main(argv=None):
@@ -48,10 +57,15 @@ def main(argv=None):
         except (OSError, ValueError, RuntimeError) as error:
             print(f"autograde: writing the course's grading source failed: {error}", file=sys.stderr)
             return 2
-        if not options.parameters:
-            sizes = Path(folder) / "parameters.json"
-            sizes.write_text(json.dumps({} if full_size else grading_parameters(), indent=1))
-            told += ["--parameters", str(sizes)]
+        if not _given(argv, "--variants"):
+            table = Path(folder) / "variants.json"
+            table.write_text(json.dumps(variants(full_size), indent=1))
+            told += ["--variants", str(table)]
+        for option, values in (("--expose", EXPOSE), ("--protected", PROTECTED), ("--preload", PRELOAD)):
+            if not _given(argv, option):
+                told += [option, *values]
+        if not _given(argv, "--kernel-env"):
+            told += [f"--kernel-env={name}={value}" for name, value in KERNEL_ENVIRONMENT.items()]
         if not options.earlier_releases:
             releases = Path(folder) / "earlier-releases.json"
             releases.write_text(json.dumps(earlier_releases(lessons())))
@@ -59,10 +73,24 @@ def main(argv=None):
         return autograde.main([*argv, *told])
 
 
-def grading_parameters():
-    """{assignment: {name: Python source}}: every lesson, in every language, at its small profile."""
-    return {assignment(lesson, language): {name: repr(value) for name, value in profile(lesson, "small").items()}
-            for lesson in lessons() for language in LANGUAGES}
+def _given(argv, option):
+    return any(arg == option or arg.startswith(f"{option}=") for arg in argv)
+
+
+def variants(full_size=False):
+    """The variants table of every lesson in every language (autograde/variants.py)."""
+    return {"assignments": {edition.assignment: {
+                "lesson": edition.lesson, "language": edition.language,
+                "parameters": {} if full_size else grading_sizes(edition.lesson)}
+                for edition in editions(lessons())},
+            "languages": {language: {"name": LANGUAGE_NAMES[language],
+                                     "texts": {text: translation(text, language) for text in TEXTS}}
+                          for language in LANGUAGES}}
+
+
+def grading_sizes(lesson):
+    """{name: Python source} of the lesson's small profile: the sizes it is graded at."""
+    return {name: repr(value) for name, value in profile(lesson, "small").items()}
 
 
 if __name__ == "__main__":

@@ -6,15 +6,15 @@
     python -m course.hub grade LESSON                          # the course's grader (make autograde)
     python -m course.hub feedback LESSON                       # back through the exchange
 
-One nbgrader course per language (efficient-training, efficient-training-nl, -id): a student's
-Assignments panel lists the lessons of their language only, and the grader, which reads the
-language from the notebook, grades every course's submissions in one batch. Everything lives
-under build/hub/ (--root): the hub's state, each user's HOME, the shared exchange, a read-only
-copy of the model cache (built once, so no student's kernel pre-trains), the instructor's course
-folders (gradebooks, collected submissions) and the grader's OUT. Ctrl-C stops the hub, the
-proxy, every user's server and kernel. Configuration: jupyter/hub/ (docs/hub.md).
+One nbgrader course per language (course.lessons.course_id): a student's Assignments panel lists
+the lessons of their language only; the grader grades every course's submissions in one batch.
+Everything lives under build/hub/ (--root): the hub's state, each user's HOME, the shared exchange,
+a read-only copy of the model cache (built once, so no student's kernel pre-trains), the
+instructor's course folders and the grader's OUT. Ctrl-C stops the hub, the proxy, every user's
+server and kernel. Configuration: jupyter/hub/ (docs/hub.md).
 """
 import argparse
+import contextlib
 import json
 import os
 import secrets
@@ -26,10 +26,12 @@ import time
 import urllib.request
 from pathlib import Path
 
+from autograde.nbgrader_course import nbgrader_environment
+from helpers.language import LANGUAGES
+
+from .lessons import SOURCE_LANGUAGE, Edition, course_id, in_language
 from .paths import BUILD, JUPYTER_CONFIG, NOTEBOOKS, ROOT
 
-LANGUAGES = ("en", "nl", "id")
-COURSE = "efficient-training"
 INSTRUCTOR = "instructor"
 DEFAULT_STUDENTS = "student1:en,student2:nl,student3:id"
 HUB_CONFIG = JUPYTER_CONFIG / "hub" / "jupyterhub_config.py"
@@ -40,19 +42,6 @@ STUDENT_HIDDEN_PLUGINS = ("@jupyter/nbgrader:create-assignment", "@jupyter/nbgra
                           "@jupyter/nbgrader:course-list")
 LAB_SETTINGS = {"apputils-extension/notification": {"fetchNews": "false"},  # no news pop-up
                 "notebook-extension/tracker": {"windowingMode": "none"}}    # every cell in the page
-
-
-def course_id(language):
-    return COURSE if language == "en" else f"{COURSE}-{language}"
-
-
-def release_folder(language):
-    return NOTEBOOKS if language == "en" else NOTEBOOKS / language
-
-
-def assignment(lesson, language):
-    """The grader's name of a lesson in a language (autograde/assignments.py's rule)."""
-    return lesson if language == "en" else f"{lesson}-{language}"
 
 
 def parse_students(text):
@@ -110,7 +99,8 @@ def prepare(layout, students):
     for language in LANGUAGES:
         layout.course(language).mkdir(parents=True, exist_ok=True)
     _user_config(layout.instructor, {  # the English course in the formgrader; course.hub for all
-        "CourseDirectory.root": str(layout.course("en")), "CourseDirectory.course_id": COURSE,
+        "CourseDirectory.root": str(layout.course(SOURCE_LANGUAGE)),
+        "CourseDirectory.course_id": course_id(SOURCE_LANGUAGE),
         "CourseDirectory.source_directory": str(ROOT / "solutions"),
         "CourseDirectory.release_directory": str(NOTEBOOKS), "Exchange.root": str(layout.exchange)})
     for student, language in students.items():
@@ -171,11 +161,9 @@ def started_processes(layout):
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit() and int(entry.name) != os.getpid():
-            try:
+            with contextlib.suppress(OSError):  # a process that ended, or another user's
                 if marker in (entry / "environ").read_bytes().split(b"\0"):
                     found.append(int(entry.name))
-            except OSError:
-                continue
     return found
 
 
@@ -183,16 +171,12 @@ def stop(layout, hub):
     """Stop the hub (it stops the proxy and every user's server), then anything left of them."""
     if hub.poll() is None:
         hub.send_signal(signal.SIGTERM)
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             hub.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            pass
     for _ in range(2):
         for pid in started_processes(layout):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         time.sleep(0.2)
     if hub.poll() is None:
         hub.wait()
@@ -200,13 +184,11 @@ def stop(layout, hub):
 
 def nbgrader(layout, command, lesson, language, *extra, root=None):
     """`nbgrader COMMAND LESSON` in the language's course, as the instructor; returns its output."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("JUPYTER_CONFIG")}
-    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
     run = subprocess.run(
         [str(BIN / "nbgrader"), command, lesson, "--course", course_id(language),
          f"--CourseDirectory.root={root or layout.course(language)}", f"--Exchange.root={layout.exchange}",
-         f"--CourseDirectory.release_directory={release_folder(language)}", *extra],
-        cwd=root or layout.course(language), env=env, capture_output=True, text=True)
+         f"--CourseDirectory.release_directory={in_language(NOTEBOOKS, language)}", *extra],
+        cwd=root or layout.course(language), env=nbgrader_environment(), capture_output=True, text=True)
     if run.returncode != 0:
         raise SystemExit(f"nbgrader {command} {lesson} ({course_id(language)}) failed:\n{run.stdout[-2000:]}"
                          f"{run.stderr[-3000:]}")
@@ -230,17 +212,19 @@ def collect(layout, lesson):
 
 
 def grade(layout, lesson, jobs):
-    """Every language's collected submissions in one folder, named as the grader names the
-    lesson's languages; graded by `make autograde` into the instructor's OUT."""
+    """Every language's collected submissions in one folder, each under its lesson's assignment in
+    that language; graded by the course's grader (make autograde's) into the instructor's OUT."""
+    from .grade import main as grade_class  # autograde, only when grading
     submissions = layout.instructor / "collected" / lesson
     shutil.rmtree(submissions, ignore_errors=True)
     for language in LANGUAGES:
         for folder in sorted((layout.course(language) / "submitted").glob(f"*/{lesson}")):
-            shutil.copytree(folder, submissions / folder.parent.name / assignment(lesson, language))
+            shutil.copytree(folder, submissions / folder.parent.name / Edition(lesson, language).assignment)
     if not submissions.is_dir():
         raise SystemExit(f"no collected submissions of {lesson}: python -m course.hub collect {lesson}")
-    subprocess.run(["make", "--no-print-directory", "-C", str(ROOT), "autograde", f"SUBMISSIONS={submissions}",
-                    f"OUT={layout.out}", f"JOBS={jobs}"], check=True)
+    status = grade_class(["--submissions", str(submissions), "--out", str(layout.out), "--jobs", str(jobs)])
+    if status:
+        raise SystemExit(f"grading {lesson} failed (exit status {status}): see above")
 
 
 def feedback(layout, lesson):
@@ -250,7 +234,7 @@ def feedback(layout, lesson):
     for language in LANGUAGES:
         staging = layout.instructor / "feedback-release" / course_id(language)
         shutil.rmtree(staging, ignore_errors=True)
-        for folder in sorted((layout.out / "feedback").glob(f"*/{assignment(lesson, language)}")):
+        for folder in sorted((layout.out / "feedback").glob(f"*/{Edition(lesson, language).assignment}")):
             if (folder / "submission_secret.txt").is_file():
                 shutil.copytree(folder, staging / "feedback" / folder.parent.name / lesson)
         if staging.is_dir():
@@ -258,18 +242,10 @@ def feedback(layout, lesson):
             print(f"released the feedback of {lesson} to {course_id(language)}")
 
 
-class Stopped(Exception):
-    pass
-
-
-def _stop_on(number, frame):
-    raise Stopped(signal.Signals(number).name)
-
-
 def serve(layout, port, students, password):
     prepare(layout, students)
     for number in (signal.SIGTERM, signal.SIGHUP):  # as Ctrl-C: the hub runs in a session of its own
-        signal.signal(number, _stop_on)
+        signal.signal(number, signal.default_int_handler)  # raises KeyboardInterrupt
     with open(layout.state / "jupyterhub.log", "a") as log:
         hub = start(layout, port, password, students, log)
         try:
@@ -288,7 +264,7 @@ then students log in, open Assignments (nbgrader menu), Fetch, answer, Validate,
 and students press Fetch Feedback. The formgrader opens as its own page: {url}/user/{INSTRUCTOR}/formgrader
 Ctrl-C stops the hub, its proxy and every user's server.""", flush=True)
             hub.wait()
-        except (KeyboardInterrupt, Stopped):
+        except KeyboardInterrupt:
             print("\nstopping the hub ...", flush=True)
         finally:
             stop(layout, hub)
@@ -308,10 +284,9 @@ def main(argv=None):
     if options.command == "serve":
         serve(layout, options.port, parse_students(options.students),
               os.environ.get("COURSE_HUB_PASSWORD") or secrets.token_urlsafe(9))
-        return
-    if not options.lesson:
+    elif not options.lesson:
         parser.error(f"{options.command} needs a lesson, e.g. 01_basic_loop")
-    if options.command == "release":
+    elif options.command == "release":
         release(layout, options.lesson, options.languages or languages_taught(layout))
     elif options.command == "collect":
         collect(layout, options.lesson)

@@ -18,7 +18,8 @@ An Edition is a lesson in a language, and names everything that depends on both:
 assignment ("01_basic_loop-nl"), nbgrader's course id, the release and run folders. English is the
 source (solutions/ is written in it): SOURCE_LANGUAGE is the one place that says so; the list of
 languages is helpers/language.py's. KERNEL_ENVIRONMENT is what every process that runs a lesson's
-code is given, whoever starts it (make run, the grader, the hub, make lab).
+code is given, whoever starts it (the grader, the hub, the tests); make run and make lab give its
+KERNEL_THREADS only.
 """
 import ast
 from dataclasses import dataclass
@@ -30,10 +31,13 @@ from .paths import BUILD, NOTEBOOKS
 SOURCE_LANGUAGE = LANGUAGES[0]
 COURSE_ID = "efficient-training"
 # One torch thread: the course's model is small, so a second thread gains little, and on a busy
-# machine two OpenMP threads that spin-wait for each other made lesson 9 20x slower (course/run.py).
-# Offline: no model or data set is fetched at run time (the model cache holds them).
-KERNEL_ENVIRONMENT = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
-                      "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+# machine two OpenMP threads that spin-wait for each other made lesson 9's measurement 20x slower
+# (157 s against 7.6 s with one thread, same load).
+KERNEL_THREADS = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+# Offline: no model or data set is fetched at run time (the model cache holds them). `make run` and
+# `make lab` leave it out: there the slides' setting may download distilbert-base-cased.
+KERNEL_OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+KERNEL_ENVIRONMENT = {**KERNEL_THREADS, **KERNEL_OFFLINE}
 
 
 def in_language(folder, language):
@@ -44,6 +48,11 @@ def in_language(folder, language):
 def course_id(language):
     """nbgrader's course id of the course in `language` ("efficient-training-nl")."""
     return COURSE_ID if language == SOURCE_LANGUAGE else f"{COURSE_ID}-{language}"
+
+
+def run_dir(language):
+    """Where `make run` writes the lessons of `language` executed: build/run/, build/run/nl/."""
+    return in_language(BUILD / "run", language)
 
 
 @dataclass(frozen=True)
@@ -72,8 +81,7 @@ class Edition:
 
     @property
     def run_dir(self):
-        """Where `make run` writes it executed: build/run/, build/run/nl/."""
-        return in_language(BUILD / "run", self.language)
+        return run_dir(self.language)
 
 
 def editions(lessons, languages=LANGUAGES):

@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 
 from autograde.nbgrader_course import generate_assignments
+from helpers.language import LANGUAGE_TABLE, LANGUAGES
 
 from . import i18n
 from .lessons import editions, in_language
@@ -90,6 +91,10 @@ def main(argv=None):
             shutil.copytree(Path(folder) / edition.release_dir.relative_to(NOTEBOOKS), edition.release_dir)
     for name in names:
         print(f"released notebooks/{name}/{name}.ipynb")
+    for language in sorted(set(LANGUAGE_TABLE) - set(LANGUAGES)):  # not taught (any more): its catalogs stay
+        if (NOTEBOOKS / language).is_dir():
+            shutil.rmtree(NOTEBOOKS / language)
+            print(f"removed notebooks/{language}/: the course does not teach {LANGUAGE_TABLE[language][0]}")
     table = i18n.stats()
     for language in i18n.LANGUAGES:
         rows = [row for (_, row_language), row in table.items() if row_language == language]

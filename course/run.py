@@ -26,14 +26,13 @@ from unittest import mock
 
 import yaml
 
+from helpers.language import LANGUAGES
+
 from . import i18n
+from .lessons import KERNEL_THREADS, SOURCE_LANGUAGE, run_dir
 from .paths import BUILD, ROOT, lesson_notebooks
 
-OUT = BUILD / "run"
-# One torch thread per kernel. The course's model is small, so a second thread gains little; on a
-# busy machine (CI, a laptop running a browser) two OpenMP threads that spin-wait for each other
-# made lesson 9's measurement 20x slower (157 s against 7.6 s with one thread, same load).
-KERNEL_THREADS = "1"
+OUT = run_dir(SOURCE_LANGUAGE)
 
 
 def usable_cores():
@@ -78,8 +77,8 @@ def run_notebook(notebook, out=OUT, parameters=None, cell_timeout=None):
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    try:  # the kernel inherits this process's environment, for this call only
-        with mock.patch.dict(os.environ, OMP_NUM_THREADS=KERNEL_THREADS):
+    try:  # the kernel inherits this process's environment, for this call only: one thread each
+        with mock.patch.dict(os.environ, KERNEL_THREADS):
             papermill.execute_notebook(
                 str(notebook), str(out / notebook.name), parameters=parameters or {},
                 kernel_name="python3", cwd=str(ROOT), progress_bar=False, log_output=False,
@@ -129,8 +128,8 @@ def main(argv=None):
                         metavar=("NAME", "VALUE"), help="set a parameter of the notebooks")
     parser.add_argument("--out", default=None, help="folder for the executed notebooks (default: build/run/, "
                                                     "build/run/<language>/ for nl and id)")
-    parser.add_argument("--language", choices=("en", *i18n.LANGUAGES), default="en",
-                        help="the lessons' language; nl and id are translated into build/i18n/<language>/ first")
+    parser.add_argument("--language", choices=LANGUAGES, default=SOURCE_LANGUAGE,
+                        help="the lessons' language; a translation is written into build/i18n/<language>/ first")
     parser.add_argument("--jobs", type=int, default=usable_cores(),
                         help="notebooks run side by side (default: one per CPU core)")
     parser.add_argument("--compare", action="store_true",
@@ -139,9 +138,9 @@ def main(argv=None):
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
     parameters = {name: yaml.safe_load(value) for name, value in args.parameter}
-    out = Path(args.out or (OUT if args.language == "en" else OUT / args.language)).resolve()
+    out = Path(args.out or run_dir(args.language)).resolve()
     notebooks = lesson_notebooks(args.lessons)
-    if args.language != "en":  # the same solutions, with the language's markdown and course_language
+    if args.language != SOURCE_LANGUAGE:  # the same solutions, with the language's markdown and course_language
         notebooks = i18n.translate_lessons(BUILD / "i18n" / args.language, args.language,
                                            names=[notebook.stem for notebook in notebooks])
     start, failed = time.perf_counter(), 0

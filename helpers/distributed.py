@@ -228,7 +228,9 @@ def _failure_here(folder, launcher_error, num_processes, timeout_s):
     vanished = [rank for rank in range(num_processes)
                 if rank not in failures and not (folder / f"{rank}.done").exists()]
     if vanished:  # killed, or crashed in C++; the others' errors ("Connection closed by peer") follow from it
-        rank = vanished[0]
+        # the one the launcher saw end: on a busy machine the launcher may stop the others before
+        # they write their error, so they vanish too, though they did not end first
+        rank = next((rank for rank in vanished if rank in launcher_error.failures), vanished[0])
         ended = launcher_error.failures.get(rank)
         how = ("" if ended is None else f" (signal {ended.signal_name()})" if ended.exitcode < 0
                else f" (exit code {ended.exitcode})")

@@ -24,15 +24,21 @@ from pathlib import Path
 
 import polib
 
-# The course's languages, the one list of them (course/ and autograde/ read it from here): each
-# language's English name and what follows English text whose translation is missing or out of
-# date (fuzzy). English is the source. A fourth language is a line here plus its catalogs
-# (`python -m course.i18n update` writes them empty, translators fill them).
+# The course's languages (course/ and autograde/ read them from here): each language's English name
+# and what follows English text whose translation is missing or out of date (fuzzy). English is the
+# source. A fourth language is a line here plus its catalogs (`python -m course.i18n update` writes
+# them empty, translators fill them); its code is one Babel knows, which writes its numbers.
 LANGUAGE_TABLE = {"en": ("English", None),
                   "nl": ("Dutch", "[nog niet vertaald]"),
                   "id": ("Indonesian", "[belum diterjemahkan]")}
+# The languages this course teaches, English first: every language of the table, unless a course
+# teaches fewer, for example LANGUAGES = ("en", "nl") while the Indonesian is not finished. Nothing
+# else changes (docs/translating.md): `make release` drops the others' notebooks and keeps their catalogs,
+# which helpers still reads where a kernel asks for the language (use_language).
 LANGUAGES = tuple(LANGUAGE_TABLE)
-TRANSLATED = LANGUAGES[1:]  # the languages translated from English
+assert LANGUAGES[0] == "en" and set(LANGUAGES) <= set(LANGUAGE_TABLE), (
+    "LANGUAGES: English, then rows of the table")
+TRANSLATED = LANGUAGES[1:]  # the languages translated from English that the course teaches
 LANGUAGE_NAMES = {language: name for language, (name, _) in LANGUAGE_TABLE.items()}
 NOT_YET_TRANSLATED = {language: note for language, (_, note) in LANGUAGE_TABLE.items() if note}
 LOCALE = Path(__file__).resolve().parent / "locale"
@@ -41,15 +47,21 @@ _language = "en"
 
 
 def use_language(language):
-    """Set the language of helpers' messages and plots: "en", "nl" or "id"."""
+    """Set the language of helpers' messages and plots: "en", "nl", "id" (a code of LANGUAGE_TABLE, whose
+    catalogs helpers has, taught by the course or not)."""
     global _language
-    if language not in LANGUAGES:
-        raise ValueError(f"course_language must be one of {LANGUAGES}, got {language!r}")
+    if language not in LANGUAGE_TABLE:
+        raise ValueError(f"course_language must be one of {tuple(LANGUAGE_TABLE)}, got {language!r}")
     _language = language
 
 
 def current_language():
     return _language
+
+
+def translated(language=None):
+    """Whether `language` (the current one by default) is a translation of the English source."""
+    return (language or _language) != "en"
 
 
 @functools.lru_cache(maxsize=None)
@@ -68,10 +80,16 @@ def message(english, **values):
     A text of the catalog without a finished translation comes in English with a visible "not yet
     translated"; a text the catalog does not know (a name made at run time) stays as it is.
     """
-    text = english
-    if _language != "en" and english in catalog(_language):
-        text = catalog(_language)[english] or f"{english} {NOT_YET_TRANSLATED[_language]}"
+    text = translation(english, _language)
     return formatted(text, **values) if values else text
+
+
+def translation(english, language):
+    """`english` in `language`, unformatted: its catalog's translation, English with a visible "not
+    yet translated" where it has none yet, or `english` itself where the catalog does not know it."""
+    if language != "en" and english in catalog(language):
+        return catalog(language)[english] or f"{english} {NOT_YET_TRANSLATED[language]}"
+    return english
 
 
 def formatted(text, **values):

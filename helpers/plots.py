@@ -5,7 +5,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import Formatter, ScalarFormatter
 
-from .language import current_language, message, number
+from .language import current_language, message, number, translated
 from .reports import mode_name, run_name
 
 DECIMAL = re.compile(r"\d+\.\d+")  # a number as a tick label writes it: 0.25, 1.0, the 1.5 of 1.5e−3
@@ -105,7 +105,7 @@ def local_decimals(text, language=None):
 
 def in_the_language(figure):
     """`figure`, whose number axes label their ticks in the course's language (English: as matplotlib does)."""
-    if current_language() != "en":
+    if translated():
         for axis in figure.axes:
             for side in (axis.xaxis, axis.yaxis):
                 if isinstance(side.get_major_formatter(), ScalarFormatter):

@@ -19,7 +19,8 @@ from course.paths import ROOT as REPO
 HIDDEN_MARKERS = ("HIDDEN-MARKER-ADD", "HIDDEN-MARKER-MEAN")
 TOY_OPTIONS = ["--cell-timeout", "4", "--timeout", "12", "--memory-mb", "2048",
                "--max-output-bytes", "100000", "--preload", "numpy",
-               "--protected", "builtins", "math", "numpy", "IPython", "ipykernel"]
+               "--protected", "builtins", "math", "numpy", "IPython", "ipykernel",
+               "--expose", str(REPO / "helpers")]  # the course's code, read-only (reach_outside)
 
 
 def _meta(grade_id, *, solution=False, grade=False, locked=False, points=None):

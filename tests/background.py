@@ -88,8 +88,8 @@ def job(function):
 
 
 def names():
-    """The fixture names of the jobs."""
-    return set(_functions)
+    """The fixture names of the jobs, in the order they run."""
+    return list(_functions)
 
 
 def start_used(items):

@@ -1,12 +1,12 @@
 """Shared fixtures. Tests never reach a model hub: the hub code paths run on local folders."""
 import os
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-# one torch thread, in this process and the ones it starts (kernels, torchrun, notebook_launcher):
-# on a busy machine two OpenMP threads that spin-wait for each other crawl (see course/run.py)
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+from course.lessons import KERNEL_ENVIRONMENT
+
+# a kernel's environment, in this process and the ones it starts (kernels, torchrun,
+# notebook_launcher): offline, and one torch thread (two that spin-wait for each other crawl)
+for name, value in KERNEL_ENVIRONMENT.items():
+    os.environ.setdefault(name, value)
 
 import ctypes  # noqa: E402
 import resource  # noqa: E402
@@ -47,13 +47,20 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(items):
     # The modules that read a background job or a lesson run go last (whole modules, so that their
-    # module-scoped fixtures are set up once): the jobs run beside the other tests meanwhile.
-    late = {item.module for item in items if reads_background(item)}
-    items.sort(key=lambda item: item.module in late)
+    # module-scoped fixtures are set up once): the jobs run beside the other tests meanwhile. Among
+    # them, the readers of what is done first go first (the lesson runs, then the jobs in the order
+    # they run), so that their own work overlaps the jobs still running instead of following them.
+    rank = {}
+    for item in items:
+        rank[item.module] = max(rank.get(item.module, 0), waits_for(item))
+    items.sort(key=lambda item: rank[item.module])
 
 
-def reads_background(item):
-    return bool(background.names() & set(item.fixturenames)) or item.get_closest_marker("lesson_run") is not None
+def waits_for(item):
+    """0: a test that reads no background work; 1: it reads a lesson run; 2 + i: the i-th job."""
+    jobs = background.names()
+    used = [2 + index for index, name in enumerate(jobs) if name in item.fixturenames]
+    return max([*used, 1 if item.get_closest_marker("lesson_run") is not None else 0])
 
 
 def lesson_read_by(item):

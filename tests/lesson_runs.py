@@ -7,15 +7,21 @@ time beside the tests, so that they use the second CPU core while most tests use
 
 grade_lessons(): the session's one real class, graded in one `python -m course.grade` batch (one
 preparation), mixing what a real class mixes:
-- every lesson: a perfect (the solutions put into the release), a blank (the release, with the
-  small parameters of SMALL) and a restructured perfect submission (`restructured`: small
-  parameters, its test cells deleted, duplicated or moved to the end);
+- every lesson: a restructured perfect submission (`restructured`: the solutions put into the
+  release, the small parameters of SMALL, its test cells deleted, duplicated or moved to the end),
+  which must keep full marks with no event but those changes: the grader puts the structure back
+  (autograde/validate.py), so it is graded as the perfect notebook is, and more;
+- lessons 1 and 2 (LANGUAGE_MISTAKES): a perfect one as released, untouched but for the answers
+  (status "graded": no false alarm), the English baseline of the perfect answers in Dutch and
+  Indonesian and of a wrong one in each of the three languages (`language_submission`), handed
+  in as <student>/<lesson>/ whatever the language;
 - lesson 1: a partial one and one that patches the course's checking helpers;
-- lessons 1 and 2 (LANGUAGE_MISTAKES): the perfect answers in Dutch and Indonesian, and a wrong one
-  in each of the three languages (`language_submission`), handed in as <student>/<lesson>/ whatever the
-  language.
-test_autograde_lessons.py reads its grades, test_release.py nbgrader's verdict on the blank notebooks
-as graded, test_autograde_mistakes.py the restructured and test_i18n_grading.py the languages' rows.
+- lesson 6 (BLANK): a blank one (the release, with small parameters). Every lesson's untouched
+  release is tried in the typical mistakes' kernels (mistake_runs.py), where it costs a few test
+  cells, not a graded lesson.
+test_autograde_lessons.py reads its grades, test_release.py nbgrader's verdict on the blank notebook
+as graded, test_process_errors.py its feedback, test_autograde_mistakes.py the restructured and
+test_i18n_grading.py the languages' rows.
 """
 import atexit
 import copy
@@ -32,11 +38,12 @@ from pathlib import Path
 import nbformat
 
 import background
-from course import i18n
-from course.lessons import PROFILES, parameters_cell, profile, with_parameters
+from course import model_cache
+from course.lessons import PROFILES, in_language, parameters_cell, profile, with_parameters
 from course.paths import NOTEBOOKS, ROOT, SOLUTIONS, lesson_notebooks
 from course.run import run_notebook
 from helpers.cache import cache_dir
+from helpers.language import LANGUAGES
 
 _runs = {}  # lesson -> Future of (seconds, error)
 _folder = []  # the executed notebooks' folder, made by the first run of the session
@@ -67,7 +74,7 @@ def pretrain():
     start = time.perf_counter()
     # it dies with this process (PR_SET_PDEATHSIG), which background.stop kills when the session stops early
     subprocess.run([sys.executable, "-c", "import ctypes, signal; ctypes.CDLL(None).prctl(1, signal.SIGKILL); "
-                    "import helpers; helpers.load_tokenizer(); helpers.load_model()"],
+                    + model_cache.BUILD],
                    cwd=ROOT, capture_output=True)  # a failure shows in lesson 0's run, which builds again
     return time.perf_counter() - start, None
 
@@ -96,6 +103,9 @@ def _executed_folder():
 
 
 FIRST = "01_basic_loop"
+# the lessons whose blank submission is graded: lesson 6's unanswered test cells start processes,
+# whose errors must reach the feedback as the student's (test_process_errors.py)
+BLANK = ("06_local_sgd",)
 WRONG_SCHEDULER = ("import torch\n\ndef make_lr_scheduler(optimizer, num_examples, batch_size, epochs):\n"
                    "    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)\n\n"
                    "from helpers import exercises\n"
@@ -119,6 +129,12 @@ def solutions(lesson):
     return {grade_id(c): "\n".join(line for line in c.source.split("\n")
                                    if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line)
             for c in source.cells if c.metadata.get("nbgrader", {}).get("solution")}
+
+
+def stubs(lesson):
+    """{exercise: its answer cell as released} (what a student who answered nothing hands in)."""
+    release = nbformat.read(NOTEBOOKS / lesson / f"{lesson}.ipynb", as_version=4)
+    return {grade_id(c): c.source for c in release.cells if c.metadata.get("nbgrader", {}).get("solution")}
 
 
 def points(lesson):
@@ -181,7 +197,6 @@ def _twin(cell):
     return twin
 
 
-LANGUAGES = ("en", *i18n.LANGUAGES)
 # lesson: (exercise, the mistake: (solution line, its wrong version), test cell, English message, its values)
 LANGUAGE_MISTAKES = {
     "01_basic_loop": ("l1-train-one-epoch", ("        lr_scheduler.step()\n", ""), "l1-test-train-one-epoch",
@@ -207,7 +222,7 @@ def language_submission(lesson, lang, wrong):
         exercise, (right, mistaken), *_ = LANGUAGE_MISTAKES[lesson]
         assert right in answers[exercise], f"{lesson}: the mistake no longer applies to {exercise}"
         answers[exercise] = answers[exercise].replace(right, mistaken)
-    notebook = release_with(lesson, answers, NOTEBOOKS if lang == "en" else NOTEBOOKS / lang)
+    notebook = release_with(lesson, answers, in_language(NOTEBOOKS, lang))
     return small(notebook, SMALL[lesson])  # the scores and messages do not depend on the sizes
 
 
@@ -229,10 +244,10 @@ def grade_lessons(root, lessons):
     cases = {}
     for lesson in lessons:
         full = sum(points(lesson).values())
-        cases[("perfect", lesson)] = (release_with(lesson, solutions(lesson)), full)
-        # small parameters: nothing answered fails as fast at any size, and the lessons' demonstrations
-        # would run at full size for nothing (a student may set them so too)
-        cases[("blank", lesson)] = (small(release_with(lesson, {}), SMALL[lesson]), 0.0)
+        if lesson in LANGUAGE_MISTAKES:
+            cases[("perfect", lesson)] = (release_with(lesson, solutions(lesson)), full)
+        if lesson in BLANK:
+            cases[("blank", lesson)] = (small(release_with(lesson, {}), SMALL[lesson]), 0.0)
         cases[("restructured", lesson)] = (restructured(small(release_with(lesson, solutions(lesson)),
                                                               SMALL[lesson]), structure_turn(lesson)), full)
     if FIRST in lessons:

@@ -13,8 +13,9 @@ The mistakes are checked in one kernel per lesson (mistake_runs.py): the lesson'
 with small parameters (its editable parameters cell, as a student may edit it), then each mistake in
 turn replaces its answer, and the test cells that must catch it run as the grader runs them (the
 instructor's imports and definitions first, then the test with its hidden part); then the right
-answer comes back and the same test cells must pass again, so that no mistake is "caught" by what
-an earlier one left behind. One kernel per lesson instead of one graded lesson run per mistake:
+answer comes back and the same test cells must pass again (their visible part, and after the
+exercise's last mistake the whole cell), so that no mistake is "caught" by what an earlier one
+left behind. One kernel per lesson instead of one graded lesson run per mistake:
 that the grader scores a failing test cell 0 is tested on whole graded lessons elsewhere
 (test_autograde_lessons.py, test_i18n_grading.py, test_autograde.py).
 
@@ -31,8 +32,9 @@ import pytest
 
 import background
 import mistake_runs
-from lesson_runs import (SMALL, STRUCTURES, graded_lessons, graded_test_cells, points, release_with,
-                         restructured, solutions, structure_turn)
+from course.paths import lessons
+from lesson_runs import (SMALL, STRUCTURES, graded_test_cells, points, release_with,
+                         restructured, solutions, structure_turn, stubs)
 
 pytestmark = pytest.mark.slow
 
@@ -611,9 +613,10 @@ def catchers(exercise, mistake):
 
 def test_every_exercise_has_four_mistakes():
     """Four mistakes or more for each exercise's test cell, and for each other test cell that names one."""
-    assert set(LESSONS) == set(graded_lessons()), "every lesson has its mistakes"
-    assert {e.split("-")[0] for e in MISTAKES} == {f"l{int(lesson[:2])}" for lesson in LESSONS}
-    for lesson in LESSONS:
+    every_lesson = list(SMALL)  # the table's own rule, whichever lessons this session grades
+    assert set(every_lesson) == set(lessons()), "every lesson has its mistakes"
+    assert {e.split("-")[0] for e in MISTAKES} == {f"l{int(lesson[:2])}" for lesson in every_lesson}
+    for lesson in every_lesson:
         exercises = [g for g in solutions(lesson) if g]
         assert all(exercise in MISTAKES for exercise in exercises), lesson
         caught = collections.Counter(cell for exercise in exercises for mistake in MISTAKES[exercise]
@@ -628,7 +631,8 @@ def checked_mistakes_job():
     with background.pool(max_workers=os.cpu_count()) as pool:
         futures = {lesson: pool.submit(mistake_runs.check_lesson, lesson, SMALL[lesson],
                                        [(exercise, mistake[0], mistake[1], catchers(exercise, mistake))
-                                        for exercise in solutions(lesson) for mistake in MISTAKES[exercise]])
+                                        for exercise in solutions(lesson) for mistake in MISTAKES[exercise]],
+                                       stubs(lesson))
                    for lesson in LESSONS}
         return {lesson: future.exception() or future.result() for lesson, future in futures.items()}
 
@@ -638,11 +642,29 @@ def checked_mistakes(checked_mistakes_job):
     return checked_mistakes_job.result()
 
 
-def rows(checked_mistakes, lesson):
+def checked(checked_mistakes, lesson):
     found = checked_mistakes[lesson]
     if isinstance(found, BaseException):
         raise found
     return found
+
+
+def rows(checked_mistakes, lesson):
+    return checked(checked_mistakes, lesson)[0]
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_the_untouched_release_fails_every_test_cell_in_its_visible_part(checked_mistakes, lesson):
+    """What nbgrader validate --invert asks of the release (does any test pass?) and why a blank
+    submission scores 0: every test cell fails on the stubs, already in its visible part, which is
+    all that Validate runs on the release (a test that failed only in its hidden part would give the
+    student a "Success" for nothing)."""
+    untouched = checked(checked_mistakes, lesson)[1]
+    assert set(untouched) == set(points(lesson)), "every test cell was tried on the release"
+    passing = [cell for cell, (visible_failed, failed) in untouched.items() if not failed]
+    assert not passing, f"test cells that pass on the untouched release: {passing}"
+    hidden_only = [cell for cell, (visible_failed, _) in untouched.items() if not visible_failed]
+    assert not hidden_only, f"test cells that fail the untouched release only in their hidden part: {hidden_only}"
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
@@ -685,7 +707,7 @@ def test_the_right_answer_passes_again_after_each_mistake(checked_mistakes, less
 def test_restructure_changes_every_kind():
     """Over the lessons, every kind of change meets some test cell (a check of this file itself)."""
     seen = set()
-    for lesson in LESSONS:
+    for lesson in SMALL:
         release = release_with(lesson, {})
         before = [cell.get("id") for cell in release.cells]
         tests = {cell.get("id") for cell in graded_test_cells(release)}
@@ -699,5 +721,9 @@ def test_restructure_changes_every_kind():
 
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_small_restructured_perfect_answers_keep_full_marks(graded_class, lesson):
+    """Full marks, and no event but the changes themselves: a false alarm of the guard on the lesson's
+    torch code (tampered), a kernel that died or ran out of time would show here."""
     row = graded_class.rows[("restructured", lesson)]
     assert (float(row["score"]), row["status"]) == (sum(points(lesson).values()), "modified"), row
+    events = row["detail"].split("; ")
+    assert all(re.match(rf"{lesson}: cells (deleted|duplicated|moved): ", event) for event in events), events

@@ -15,6 +15,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from autograde import class_report, collect, outfolder, report
 from autograde.collect import CollectError, Submission
+from autograde.variants import Variants
 
 
 # ---- collect.py ----
@@ -28,6 +29,10 @@ def handed_in(root, student, assignment, language=None):
 
 
 ASSIGNMENTS = {name: ["01_loop"] for name in ("01_loop", "01_loop-nl", "01_loop-id")}
+# the variants table of ASSIGNMENTS, as a course tells it (autograde/variants.py)
+VARIANTS = Variants({name: {"lesson": "01_loop", "language": language, "parameters": {}}
+                     for name, language in zip(ASSIGNMENTS, ("en", "nl", "id"))},
+                    {"en": {"name": "English"}, "nl": {"name": "Dutch"}, "id": {"name": "Indonesian"}})
 
 
 def found(submissions):
@@ -38,20 +43,20 @@ def test_a_submission_goes_to_the_assignment_of_its_notebooks_language(tmp_path)
     handed_in(tmp_path, "ann", "01_loop", "nl")
     handed_in(tmp_path, "bob", "01_loop")  # no course_language: as handed in
     handed_in(tmp_path, "cas", "01_loop-nl", "id")
-    assert found(collect.collect(tmp_path, ASSIGNMENTS, tmp_path / "work")) == [
+    assert found(collect.collect(tmp_path, ASSIGNMENTS, tmp_path / "work", variants=VARIANTS)) == [
         ("ann", "01_loop-nl", ""), ("bob", "01_loop", ""), ("cas", "01_loop-id", "")]
 
 
 def test_a_lesson_handed_in_in_two_languages_stays_as_handed_in(tmp_path):
     handed_in(tmp_path, "ann", "01_loop", "nl")
     handed_in(tmp_path, "ann", "01_loop-nl", "nl")
-    assert found(collect.collect(tmp_path, ASSIGNMENTS, tmp_path / "work")) == [
+    assert found(collect.collect(tmp_path, ASSIGNMENTS, tmp_path / "work", variants=VARIANTS)) == [
         ("ann", "01_loop", ""), ("ann", "01_loop-nl", "")]
 
 
 def test_a_language_the_course_lacks_is_graded_in_the_assignments_and_said(tmp_path):
     handed_in(tmp_path, "ann", "01_loop-nl", "fr")
-    [submission] = collect.collect(tmp_path, ASSIGNMENTS, tmp_path / "work")
+    [submission] = collect.collect(tmp_path, ASSIGNMENTS, tmp_path / "work", variants=VARIANTS)
     assert (submission.assignment, submission.language) == ("01_loop-nl", "nl")
     assert submission.note == "course_language 'fr' is not a language of the course (en, nl, id): graded in Dutch"
 
@@ -61,7 +66,7 @@ def test_folders_that_are_no_student_or_assignment_are_passed_over(tmp_path):
     handed_in(tmp_path, "ann", "99_unknown")
     handed_in(tmp_path, ".hidden", "01_loop")
     (tmp_path / "eve").symlink_to(tmp_path / "ann")
-    assert found(collect.collect(tmp_path, ASSIGNMENTS, tmp_path / "work")) == [("ann", "01_loop", "")]
+    assert found(collect.collect(tmp_path, ASSIGNMENTS, tmp_path / "work", variants=VARIANTS)) == [("ann", "01_loop", "")]
 
 
 def test_an_lms_zip_is_collected_by_its_file_names_and_unpacked_safely(tmp_path):
@@ -111,18 +116,31 @@ def row(student, assignment, score, language=None):
 
 def test_grades_name_the_lesson_and_its_language_sorted(tmp_path):
     outfolder.write_grades(tmp_path / "grades.csv", [row("bob", "01_loop", "6"), row("ann", "01_loop-nl", "4"),
-                                                     row("ann", "01_loop", "5")])
+                                                     row("ann", "01_loop", "5")], VARIANTS)
     with open(tmp_path / "grades.csv", newline="") as f:
         table = list(csv.reader(f))
     assert table == [outfolder.COLUMNS, ["ann", "01_loop", "en", "5", "6", "graded", ""],
                      ["ann", "01_loop", "nl", "4", "6", "graded", ""], ["bob", "01_loop", "en", "6", "6", "graded", ""]]
-    assert [outfolder.gradebook_assignment(r) for r in outfolder.read_csv(tmp_path / "grades.csv")] == [
+    assert [outfolder.gradebook_assignment(r, VARIANTS) for r in outfolder.read_csv(tmp_path / "grades.csv")] == [
         "01_loop", "01_loop-nl", "01_loop"]
     assert os.listdir(tmp_path) == ["grades.csv"]  # replaced atomically: no temporary left
 
 
 def test_a_table_without_a_language_is_english():
-    assert outfolder.gradebook_assignment({"assignment": "01_loop"}) == "01_loop"
+    assert outfolder.gradebook_assignment({"assignment": "01_loop", "language": "en"}, VARIANTS) == "01_loop"
+    assert outfolder.gradebook_assignment({"assignment": "01_loop"}, VARIANTS) == "01_loop"
+
+
+def test_without_a_variants_table_each_assignment_is_its_own_lesson(tmp_path):
+    outfolder.write_grades(tmp_path / "grades.csv", [row("ann", "01_loop-nl", "4")], outfolder.read_variants(tmp_path))
+    [graded] = outfolder.read_csv(tmp_path / "grades.csv")
+    assert (graded["assignment"], graded["language"]) == ("01_loop-nl", "")
+    assert outfolder.gradebook_assignment(graded, Variants()) == "01_loop-nl"
+
+
+def test_the_variants_table_is_kept_in_out_as_told(tmp_path):
+    outfolder.write_variants(tmp_path, VARIANTS)
+    assert outfolder.read_variants(tmp_path) == VARIANTS
 
 
 def test_the_wide_table_counts_a_lesson_in_two_languages_once_with_the_better_score(tmp_path):
@@ -142,7 +160,7 @@ def test_a_lesson_in_several_languages_gets_one_table_across_them():
     tests = {("01_loop", "01_loop", "test"): [("ann", "en", True, None), ("bob", "en", False, "AssertionError"),
                                               ("cas", "nl", True, None)],
              ("02_acc", "02_acc", "test"): [("ann", "en", True, None)]}
-    assert class_report._across_languages(rows, tests) == [
+    assert class_report._across_languages(rows, tests, ["en", "nl", "id"]) == [
         ("h2", "01_loop across languages"),
         ("table", [["", "en", "nl", "all"], ["mean score (submissions)", "3.00 (2)", "3.00 (1)", "3.00 (3)"],
                    ["test", "1/2 (50 %)", "1/1 (100 %)", "2/3 (67 %)"]])]

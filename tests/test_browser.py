@@ -24,6 +24,9 @@ copies of the student release notebooks/01_basic_loop/01_basic_loop.ipynb:
   JupyterLab's sanitizer keeps `details` and `summary` (they are in its allow-list), so the hint
   shows folded and opens with a click. (The feedback page keeps it too: tests/test_feedback_page.py.)
 
+The lessons' copies have their small parameters (course/lessons.py), set as a student may set them:
+the page is under test here, not the sizes.
+
 Screenshots land in build/browser/. The browser is Debian's chromium (/usr/bin/chromium, from
 apt), launched by path; Playwright never downloads one. Without it the test is skipped with
 the command to install it, except under CI (COURSE_REQUIRE_BROWSER=1, set by .ci/run), where
@@ -41,6 +44,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from answered_notebooks import answered, solution_answers, with_answers
@@ -48,6 +52,7 @@ from course.paths import BUILD, JUPYTER_CONFIG, NOTEBOOKS, SOLUTIONS
 from course.paths import ROOT as REPO
 from headless_chromium import CHROMIUM, CHROMIUM_ARGS, need_browser
 from helpers import language
+from lesson_runs import SMALL, small
 
 pytestmark = pytest.mark.slow
 
@@ -83,6 +88,13 @@ def forgot_return(student, solution):
     return with_answers(student, {"l1-make-lr-scheduler": scheduler.replace(*FORGOTTEN_RETURN)})
 
 
+def small_sizes(notebook, lesson):
+    """The notebook with its lesson's small parameters, set in its parameters cell as a student may:
+    the browser tests the page (Run All, Validate, the language), not the lesson's sizes, whose run
+    test_notebooks.py checks."""
+    return small(nbformat.reads(json.dumps(notebook), as_version=4), SMALL[lesson])
+
+
 def graded_cells(notebook):
     return [cell for cell in notebook["cells"] if cell["metadata"].get("nbgrader", {}).get("grade")
             and cell["cell_type"] == "code"]
@@ -116,9 +128,12 @@ def lab(tmp_path_factory):
     root = tmp_path_factory.mktemp("lab")
     student, solution = json.loads(STUDENT_NOTEBOOK.read_text()), json.loads(SOLUTION_NOTEBOOK.read_text())
     new_lesson = answered(json.loads(INDONESIAN_NEW_LESSON.read_text()), json.loads(NEW_LESSON_SOLUTION.read_text()))
-    for folder, lesson, notebook in (("notebooks", LESSON, answered(student, solution)), ("fresh", LESSON, student),
-                                     ("nl", LESSON, forgot_return(json.loads(DUTCH_NOTEBOOK.read_text()), solution)),
-                                     ("id", NEW_LESSON, new_lesson), ("hints", "hints", HINT_NOTEBOOK)):
+    for folder, lesson, notebook in (("notebooks", LESSON, small_sizes(answered(student, solution), LESSON)),
+                                     ("fresh", LESSON, small_sizes(student, LESSON)),
+                                     ("nl", LESSON, small_sizes(forgot_return(json.loads(DUTCH_NOTEBOOK.read_text()),
+                                                                              solution), LESSON)),
+                                     ("id", NEW_LESSON, small_sizes(new_lesson, NEW_LESSON)),
+                                     ("hints", "hints", HINT_NOTEBOOK)):
         (root / folder / lesson).mkdir(parents=True)
         (root / folder / lesson / f"{lesson}.ipynb").write_text(json.dumps(notebook, indent=1))
     settings = root / ".settings" / "@jupyterlab"

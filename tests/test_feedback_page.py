@@ -22,7 +22,9 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from autograde import feedback_page
+from autograde.variants import Variants
 from autograde_toy import _meta, answer, released_toy, require_sandbox
+from course.grade import variants
 from course.paths import BUILD
 from course.paths import ROOT as REPO
 from headless_chromium import CHROMIUM, CHROMIUM_ARGS, need_browser
@@ -117,12 +119,14 @@ def test_a_hidden_tests_failure_is_marked_and_a_visible_one_is_not(feedback):
 
 
 def test_the_note_is_in_the_notebooks_language():
+    texts = Variants(**variants()).texts()  # what course.grade tells the grader
     for language in ("nl", "id"):
         nb = new_notebook(cells=[new_code_cell(f'course_language = "{language}"',
                                                metadata={"tags": ["parameters"]})])
-        translated = feedback_page.hidden_failure_note(nb)
+        translated = feedback_page.hidden_failure_note(nb, texts)
         assert translated == catalog(language)[NOTE] and translated != NOTE, (language, translated)
-    assert feedback_page.hidden_failure_note(new_notebook()) == NOTE
+        assert feedback_page.hidden_failure_note(nb, {}) == NOTE  # a grader told no texts
+    assert feedback_page.hidden_failure_note(new_notebook(), texts) == NOTE
 
 
 def test_the_page_wraps_long_messages_and_keeps_hints_at_1200_px(feedback):

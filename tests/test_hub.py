@@ -33,6 +33,7 @@ import pytest
 
 from answered_notebooks import solution_answers
 from course import hub as course_hub
+from course.lessons import Edition
 from course.paths import BUILD, SOLUTIONS
 from headless_chromium import CHROMIUM, CHROMIUM_ARGS, need_browser
 
@@ -186,11 +187,11 @@ def test_students_fetch_their_language_and_see_a_students_lab(hub, students):
         assert "Assignment List" in menu and "Formgrader" not in menu and "Course List" not in menu, menu
         assert "Create" not in menu, menu
         assert page.locator(".jp-Dialog, .Toastify__toast").count() == 0  # no news pop-up, no dialog
-        course = course_hub.course_id(STUDENTS[student])
+        course = Edition(LESSON, STUDENTS[student]).course_id
         assert page.locator("#fetched_assignments_list .list_item", has_text=course).count() == 1
     for student, language in STUDENTS.items():
         fetched = json.loads((home / student / LESSON / f"{LESSON}.ipynb").read_text())
-        release = json.loads((course_hub.release_folder(language) / LESSON / f"{LESSON}.ipynb").read_text())
+        release = json.loads((Edition(LESSON, language).release_dir / f"{LESSON}.ipynb").read_text())
         assert fetched["cells"][0]["source"] == release["cells"][0]["source"], student
 
 

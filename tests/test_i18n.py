@@ -19,6 +19,7 @@ from course.lessons import Edition
 from course.paths import NOTEBOOKS, ROOT, lessons
 from helpers import language
 from helpers.language import LANGUAGES
+from taught import needs
 
 LESSONS = lessons()
 CATALOGS = [(domain, lang) for domain in i18n.domains() for lang in i18n.LANGUAGES]
@@ -237,9 +238,11 @@ def test_the_language_is_course_lang_never_the_shells_lang(command, expected):
     assert out.endswith(expected), out
 
 
+@needs("nl", "id")
 def test_class_report_shows_a_lesson_across_languages():
     from autograde import class_report
-    from autograde.assignments import lesson_and_language
+    from autograde.variants import Variants
+    from course.grade import variants
     rows = [{"student_id": s, "assignment": a, "language": lang, "score": score}
             for s, a, lang, score in [("a", "01_basic_loop", "en", 6), ("b", "01_basic_loop", "nl", 2),
                                       ("c", "01_basic_loop", "nl", 6), ("d", "01_basic_loop", "id", 6),
@@ -248,21 +251,26 @@ def test_class_report_shows_a_lesson_across_languages():
                  ("a", "en", True, None), ("b", "nl", False, "AssertionError: ..."), ("c", "nl", True, None),
                  ("d", "id", True, None)],
              ("02_accelerator", "02_accelerator", "l2-test"): [("e", "en", True, None)]}
-    assert lesson_and_language("01_basic_loop-nl") == ("01_basic_loop", "nl")
-    assert lesson_and_language("06_local_sgd") == ("06_local_sgd", "en")
-    blocks = class_report._across_languages(rows, tests)
+    table = Variants(**variants())  # what course.grade tells the grader
+    assert (table.lesson("01_basic_loop-nl"), table.language("01_basic_loop-nl")) == ("01_basic_loop", "nl")
+    assert (table.lesson("06_local_sgd"), table.language("06_local_sgd")) == ("06_local_sgd", "en")
+    blocks = class_report._across_languages(rows, tests, list(table.languages))
     assert blocks == [("h2", "01_basic_loop across languages"), ("table", [
         ["", "en", "nl", "id", "all"],
         ["mean score (submissions)", "6.00 (1)", "4.00 (2)", "6.00 (1)", "5.00 (4)"],
         ["l1-test", "1/1 (100 %)", "1/2 (50 %)", "1/1 (100 %)", "3/4 (75 %)"]])]
 
 
+@needs("nl", "id")
 def test_the_grader_files_each_submission_under_its_notebooks_language(tmp_path):
     """A Dutch or Indonesian notebook handed in as 01_basic_loop (nbgrader collect, an LMS export) is
     graded as 01_basic_loop-nl / -id; an English one in the -nl folder as 01_basic_loop."""
     import zipfile
 
     from autograde.collect import collect
+    from autograde.variants import Variants
+    from course.grade import variants
+    table = Variants(**variants())  # what course.grade tells the grader
     lesson = "01_basic_loop"
     assignments = {Edition(lesson, lang).assignment: [lesson] for lang in LANGUAGES}
     released = {lang: Edition(lesson, lang).release_dir / f"{lesson}.ipynb" for lang in LANGUAGES}
@@ -271,17 +279,19 @@ def test_the_grader_files_each_submission_under_its_notebooks_language(tmp_path)
     for (student, folder), lang in handed_in.items():
         (tmp_path / "folder" / student / folder).mkdir(parents=True)
         (tmp_path / "folder" / student / folder / f"{lesson}.ipynb").write_text(released[lang].read_text())
-    found = collect(tmp_path / "folder", assignments, tmp_path / "work")
+    found = collect(tmp_path / "folder", assignments, tmp_path / "work", variants=table)
     assert [(s.student, s.assignment) for s in found] == [
         ("both", lesson), ("both", f"{lesson}-nl"), ("dutch", f"{lesson}-nl"), ("english", lesson),
         ("indonesian", f"{lesson}-id")]
     with zipfile.ZipFile(tmp_path / "export.zip", "w") as export:  # flat LMS names say no language
         for student, lang in (("jdoe", "nl"), ("asari", "id"), ("smith", "en")):
             export.writestr(f"{student}_1234_assignsubmission_file_{lesson}.ipynb", released[lang].read_text())
-    found = collect(tmp_path / "export.zip", assignments, tmp_path / "work")
+    found = collect(tmp_path / "export.zip", assignments, tmp_path / "work", variants=table)
     assert [(s.student, s.assignment) for s in found] == [
         ("asari", f"{lesson}-id"), ("jdoe", f"{lesson}-nl"), ("smith", lesson)]
 
+
+@needs("nl")
 def test_make_run_translates_the_solutions_it_executes(tmp_path):
     """`make run COURSE_LANG=nl` runs the solutions with the Dutch markdown, course_language = "nl" and the
     hidden tests' messages in Dutch: the notebook the grader grades a Dutch submission against."""
@@ -320,6 +330,9 @@ def test_a_language_the_course_lacks_is_graded_in_english_and_says_so(tmp_path):
 
     from autograde.batch import _parameters
     from autograde.collect import collect
+    from autograde.variants import Variants
+    from course.grade import variants
+    table = Variants(**variants())  # what course.grade tells the grader
     lesson = "01_basic_loop"
     assignments = {Edition(lesson, lang).assignment: [lesson] for lang in LANGUAGES}
     text, replaced = re.subn(r'(course_language(?:: str)? = \\")en\\"', r'\1fr\\"',
@@ -327,8 +340,9 @@ def test_a_language_the_course_lacks_is_graded_in_english_and_says_so(tmp_path):
     assert replaced == 1
     (tmp_path / "typo" / lesson).mkdir(parents=True)
     (tmp_path / "typo" / lesson / f"{lesson}.ipynb").write_text(text)
-    [found] = collect(tmp_path, assignments, tmp_path / "work")
+    [found] = collect(tmp_path, assignments, tmp_path / "work", variants=table)
     assert (found.assignment, found.language) == (lesson, "en")
     assert "'fr'" in found.note and "English" in found.note
-    options = SimpleNamespace(parameters={lesson: {"epochs": "1"}})
+    options = SimpleNamespace(variants=Variants({lesson: {"lesson": lesson, "language": "en",
+                                                          "parameters": {"epochs": "1"}}}))
     assert _parameters(options, found) == {"epochs": "1", "course_language": "'en'"}

@@ -4,6 +4,7 @@ Nothing here imports bitsandbytes into the test process (it would stop run_on_pr
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -113,6 +114,26 @@ def test_a_passed_8bit_probe_is_remembered_and_a_failed_one_is_run_again(monkeyp
         assert probes == ["cpu", "cuda", "cuda"]
         [record] = (tmp_path / helpers.cache.DEFAULT_VERSION / "eight-bit-probe").iterdir()
         assert "device cpu" in record.read_text() and torch.__version__ in record.read_text()
+    finally:
+        optimizers._eight_bit_probe.cache_clear()
+
+
+def test_a_read_only_cache_leaves_the_probe_unrecorded_but_answered(monkeypatch, tmp_path):
+    """The grader's and the hub's kernels read the model cache from a read-only file system, where
+    even unlinking a file that is not there fails (EROFS): the probe still answers, and lesson 8's
+    cells run instead of stopping with OSError."""
+    monkeypatch.setenv("COURSE_CACHE", str(tmp_path))
+    monkeypatch.setattr(optimizers.subprocess, "run",
+                        lambda command, **options: subprocess.CompletedProcess(command, 0, "", ""))
+
+    def read_only(*args, **kwargs):
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(Path, "mkdir", read_only)
+    monkeypatch.setattr(Path, "unlink", read_only)
+    optimizers._eight_bit_probe.cache_clear()
+    try:
+        assert optimizers.eight_bit_unavailable("cpu") is None
     finally:
         optimizers._eight_bit_probe.cache_clear()
 

@@ -112,6 +112,17 @@ def test_a_process_that_dies_is_named_in_one_line(launcher_warnings):
     assert [record.getMessage() for record in launcher_warnings] == []
 
 
+def test_of_two_vanished_processes_the_one_the_launcher_saw_end_is_named(tmp_path):
+    """On a busy machine the launcher stops process 0 before it writes its own error ("Connection
+    closed by peer"): both vanished, and the one the launcher saw fail is the cause."""
+    from types import SimpleNamespace
+
+    from helpers import distributed
+    killed = SimpleNamespace(exitcode=-9, signal_name=lambda: "SIGKILL")
+    error = distributed._failure_here(tmp_path, SimpleNamespace(failures={1: killed}), 2, 60)
+    assert "process 1 of 2 stopped before it finished, without a Python error (signal SIGKILL)" in str(error)
+
+
 def doubled(number):
     accelerator = Accelerator(cpu=True)
     print(f"step 1 of process {accelerator.process_index}")

@@ -8,7 +8,7 @@ import pytest
 
 from course import release
 from course.paths import NOTEBOOKS, SOLUTIONS, lessons
-from lesson_runs import executed, graded_lessons
+from lesson_runs import BLANK, executed, graded_lessons
 
 pytestmark = pytest.mark.slow
 
@@ -87,12 +87,13 @@ def raising_line(cell):
     return None
 
 
-@pytest.mark.parametrize("lesson", graded_lessons())
+@pytest.mark.parametrize("lesson", [lesson for lesson in BLANK if lesson in graded_lessons()])
 def test_untouched_student_notebook_fails_every_graded_test(graded_class, lesson):
-    """nbgrader validate --invert's verdict on the untouched release, judged on the session's
+    """nbgrader validate --invert's own verdict on the untouched release, judged on the session's
     graded batch, which executed it as the blank submission (test_autograde_lessons.py shares it).
     The grader runs the hidden tests too, so each test cell must fail in its visible part, which
-    is all that validate --invert runs on the release."""
+    is all that validate --invert runs on the release. (Every lesson's release is tried test cell
+    by test cell in the typical mistakes' kernels: test_autograde_mistakes.py.)"""
     from nbgrader.preprocessors import CheckCellMetadata
     from nbgrader.validator import Validator
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from autograde import resume, shards
+from autograde import outfolder, resume, shards
+from autograde.variants import Variants
 from autograde.collect import Submission
 from autograde_toy import autograde, released_toy, write_class, write_source
 
@@ -34,10 +35,11 @@ def test_bad_shard_argument_is_refused(text):
         shards.shard_argument(text)
 
 
-def hand_made_out(folder, planned, graded, shard=None, source="toy"):
+def hand_made_out(folder, planned, graded, shard=None, source="toy", variants=Variants()):
     """An OUT folder as a grading leaves it, as far as the merge's checks read it."""
     (folder / "source" / "toy").mkdir(parents=True)
     (folder / "source" / "toy" / "toy.ipynb").write_text(source)
+    outfolder.write_variants(folder, variants)
     (folder / "gradebook.db").write_bytes(b"")
     entries = [{"row": {"student_id": student, "assignment": "toy", "score": "6", "max_score": "6",
                         "status": "graded", "detail": ""}, "seconds": 1.0, "fingerprint": student}
@@ -51,12 +53,15 @@ def test_merge_refuses_what_is_not_one_finished_split(tmp_path):
     first = hand_made_out(tmp_path / "first", ["s0"], ["s0"], (1, 2))
     unfinished = hand_made_out(tmp_path / "unfinished", ["s1", "s2"], ["s1"], (2, 2))
     other = hand_made_out(tmp_path / "other", ["s1"], ["s1"], (2, 2), source="changed")
+    told = hand_made_out(tmp_path / "told", ["s1"], ["s1"], (2, 2),
+                         variants=Variants({"toy": {"lesson": "toy", "language": "nl"}}))
     (tmp_path / "empty").mkdir()
     for shards_given, refusal in [
             ([first, whole], "s0/toy was graded in two shards"),
             ([first], "shard 2/2 not given: merge the OUT folders of all 2 shards"),
             ([first, unfinished], "not finished, 1 of 2 submissions not graded: s2/toy. Run its grading command again"),
             ([first, other], "graded with other sources than"),
+            ([first, told], "graded with another variants table than"),
             ([first, tmp_path / "empty"], "not a graded OUT folder")]:
         with pytest.raises(shards.ShardError, match=re.escape(refusal)):
             shards.merge(shards_given, tmp_path / "merged")

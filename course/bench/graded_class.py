@@ -46,7 +46,7 @@ def graded_class(source, out, students, fails, pad_outputs=False):
                              "score": f"{submission.score:g}", "max_score": f"{submission.max_score:g}",
                              "status": "graded", "detail": ""})
                 timings[(student, assignment)] = 10 + index % 7
-    outfolder.write_grades(out / outfolder.GRADES, rows)
+    outfolder.write_grades(out / outfolder.GRADES, rows, outfolder.read_variants(out))
     outfolder.write_timings(out / outfolder.TIMINGS, timings)
     return out
 

@@ -12,6 +12,8 @@ import socket
 import sys
 from pathlib import Path
 
+from course.lessons import KERNEL_ENVIRONMENT  # the hub runs in the course's .venv
+
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 
 ROOT = Path(os.environ["COURSE_HUB_ROOT"])
@@ -57,7 +59,6 @@ c.Spawner.environment = {
     "JUPYTER_CONFIG_PATH": str(Path(__file__).resolve().parent / "singleuser"),
     "COURSE_CACHE": os.environ["COURSE_CACHE"],   # one model cache, built once, read-only
     "COURSE_HUB_ROOT": str(ROOT),                 # marks every process the hub started
-    "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
-    "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
     "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}",
+    **KERNEL_ENVIRONMENT,                         # one thread, offline (course/lessons.py)
 }

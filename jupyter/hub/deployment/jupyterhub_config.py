@@ -19,6 +19,8 @@ environment, and its own address and ports.
 import json
 import os
 
+from course.lessons import KERNEL_ENVIRONMENT  # the hub runs in the course's .venv (course/lessons.py)
+
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 
 # The places this file uses. Change them here (or set the variables in the hub's environment).
@@ -48,8 +50,7 @@ c.Spawner.environment = {
     "COURSE_ROSTER": ROSTER, "COURSE_EXCHANGE": EXCHANGE,        # for nbgrader_config.py
     "PATH": f"{COURSE}/.venv/bin:/usr/local/bin:/usr/bin:/bin",  # nbgrader in a terminal
     "LANG": "C.UTF-8",
-    "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
-    "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+    **KERNEL_ENVIRONMENT,                                        # one thread, offline
 }
 
 # The proxy. The pure-Python configurable-http-proxy in the course's .venv (as make hub); its

@@ -13,6 +13,8 @@ import getpass
 import json
 import os
 
+from course.lessons import SOURCE_LANGUAGE, course_id  # the course's Python, installed for every user
+
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 
 # The same places as at the top of jupyterhub_config.py: change them in both files. (The hub
@@ -22,5 +24,4 @@ with open(os.environ.get("COURSE_ROSTER", "/srv/course/roster.json")) as file:
     roster = json.load(file)
 
 user = os.environ.get("JUPYTERHUB_USER") or getpass.getuser()  # the same user on a real hub
-language = roster["students"].get(user, "en")
-c.CourseDirectory.course_id = "efficient-training" + ("" if language == "en" else f"-{language}")
+c.CourseDirectory.course_id = course_id(roster["students"].get(user, SOURCE_LANGUAGE))
