@@ -65,7 +65,7 @@ bwrap:
 test: setup $(CHROMIUM) bwrap ## run the test suite
 	$(PYTHON) -m pytest
 
-quick: setup ## the fast tests only (pytest -m "not slow"): a few minutes, for day-to-day work
+quick: setup ## the fast tests only (pytest -m "not slow"): about 2 minutes on a quiet machine, for day-to-day work
 	$(PYTHON) -m pytest -m "not slow"
 
 # one torch thread per kernel: jupyter/jupyter_server_config.py (two threads crawl on a busy machine)

@@ -2,16 +2,25 @@
 
 The toy assignment has a read-only set-up cell (imports and a test helper), two exercises with a
 visible and a hidden test each (2 + 3 points) and a third, independent exercise (1 point).
+`grader` and `autograde` grade a toy class with `python -m autograde` and the toy's options.
 """
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from course.paths import ROOT as REPO
+
 HIDDEN_MARKERS = ("HIDDEN-MARKER-ADD", "HIDDEN-MARKER-MEAN")
+TOY_OPTIONS = ["--cell-timeout", "4", "--timeout", "12", "--memory-mb", "2048",
+               "--max-output-bytes", "100000", "--preload", "numpy",
+               "--protected", "builtins", "math", "numpy", "IPython", "ipykernel",
+               "--expose", str(REPO / "helpers")]  # the course's code, read-only (reach_outside)
 
 
 def _meta(grade_id, *, solution=False, grade=False, locked=False, points=None):
@@ -104,3 +113,27 @@ def require_sandbox():
         if os.environ.get("COURSE_REQUIRE_SANDBOX"):
             pytest.fail(str(error))
         pytest.skip(str(error))
+
+
+def grader(submissions, out, source, *extra, jobs=None):
+    """The command line that grades the toy class."""
+    return [sys.executable, "-m", "autograde", "--submissions", str(submissions), "--out",
+            str(out), "--source", str(source), "--jobs", str(jobs or os.cpu_count()),
+            *TOY_OPTIONS, *extra]
+
+
+def autograde(submissions, out, source, *extra, jobs=None):
+    return subprocess.run(grader(submissions, out, source, *extra, jobs=jobs), cwd=REPO,
+                          capture_output=True, text=True, timeout=900)
+
+
+def processes_naming(text):
+    """Processes on this machine whose command line holds `text` (seen from outside every sandbox)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if text in cmdline.read_text(errors="replace"):
+                found.append(cmdline.parent.name)
+        except OSError:  # ended meanwhile
+            pass
+    return found

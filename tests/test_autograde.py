@@ -23,28 +23,11 @@ import pytest
 
 from autograde import validate
 from autograde_corpus import CASES, extra_cell
-from autograde_toy import (HIDDEN_MARKERS, PERFECT, answer, cell_index, require_sandbox,
-                           write_source)
+from autograde_toy import (HIDDEN_MARKERS, PERFECT, answer, autograde, cell_index, grader, processes_naming,
+                           require_sandbox, write_source)
 from course.paths import ROOT as REPO
 
 pytestmark = pytest.mark.slow
-
-TOY_OPTIONS = ["--cell-timeout", "4", "--timeout", "12", "--memory-mb", "2048",
-               "--max-output-bytes", "100000", "--preload", "numpy",
-               "--protected", "builtins", "math", "numpy", "IPython", "ipykernel",
-               "--expose", str(REPO / "helpers")]  # the course's code, read-only (reach_outside)
-
-
-def grader(submissions, out, source, *extra, jobs=None):
-    """The command line that grades the toy class."""
-    return [sys.executable, "-m", "autograde", "--submissions", str(submissions), "--out",
-            str(out), "--source", str(source), "--jobs", str(jobs or os.cpu_count()),
-            *TOY_OPTIONS, *extra]
-
-
-def autograde(submissions, out, source, *extra, jobs=None):
-    return subprocess.run(grader(submissions, out, source, *extra, jobs=jobs), cwd=REPO,
-                          capture_output=True, text=True, timeout=900)
 
 
 def table(out):
@@ -365,18 +348,6 @@ print("FOUND", found)
 
 IGNORES_INTERRUPTS = ("import time\nwhile True:\n    try:\n        time.sleep(100)\n"
                       "    except KeyboardInterrupt:\n        pass")
-
-
-def processes_naming(text):
-    """Processes on this machine whose command line holds `text` (seen from outside every sandbox)."""
-    found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            if text in cmdline.read_text(errors="replace"):
-                found.append(cmdline.parent.name)
-        except OSError:  # ended meanwhile
-            pass
-    return found
 
 
 def test_a_kernel_leaves_nothing_for_the_next_one(toy, tmp_path):

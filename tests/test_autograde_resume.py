@@ -17,8 +17,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograde_toy import PERFECT, answer, released_toy, write_class, write_source
-from test_autograde import REPO, autograde, grader, processes_naming
+from autograde_toy import (PERFECT, REPO, answer, autograde, grader, processes_naming, released_toy, write_class,
+                           write_source)
 
 pytestmark = pytest.mark.slow  # each test grades a class
 

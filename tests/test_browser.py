@@ -47,8 +47,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from answered_notebooks import answered, solution_answers, with_answers
 from course.paths import BUILD, JUPYTER_CONFIG, NOTEBOOKS, SOLUTIONS
 from course.paths import ROOT as REPO
+from headless_chromium import CHROMIUM, CHROMIUM_ARGS, need_browser
 from helpers import language
 from lesson_runs import SMALL, small
 
@@ -59,9 +61,6 @@ STUDENT_NOTEBOOK = NOTEBOOKS / LESSON / f"{LESSON}.ipynb"
 DUTCH_NOTEBOOK = NOTEBOOKS / "nl" / LESSON / f"{LESSON}.ipynb"
 SOLUTION_NOTEBOOK = SOLUTIONS / LESSON / f"{LESSON}.ipynb"
 SCREENSHOTS = BUILD / "browser"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 ERROR_OUTPUTS = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
 NOTEBOOK = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook"
 PROMPTS = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell .jp-InputPrompt"
@@ -80,44 +79,6 @@ HINT_NOTEBOOK = {"cells": [
     {"cell_type": "code", "id": "answer", "metadata": {}, "execution_count": None, "outputs": [], "source": "1 + 1"}],
     "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
     "nbformat": 4, "nbformat_minor": 5}
-
-
-def _need_browser():
-    problems = []
-    if not CHROMIUM.exists():
-        problems.append("Debian's chromium is missing: sudo apt-get install chromium")
-    try:
-        import playwright  # noqa: F401
-    except ImportError:
-        problems.append("the Playwright client is missing: make setup (it is in the `test` extra)")
-    if problems:
-        message = "the browser test needs: " + "; ".join(problems)
-        if os.environ.get("COURSE_REQUIRE_BROWSER") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-
-
-def solution_answers(solution):
-    """{grade_id: the solution's code as a student types it (markers removed)} of every answer cell."""
-    return {cell["metadata"]["nbgrader"]["grade_id"]: "".join(
-                line for line in "".join(cell["source"]).splitlines(keepends=True)
-                if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
-            for cell in solution["cells"] if cell["metadata"].get("nbgrader", {}).get("solution")}
-
-
-def with_answers(student, answers):
-    """The student notebook with the answer cells named in `answers` {grade_id: code} filled in."""
-    notebook = json.loads(json.dumps(student))
-    for cell in notebook["cells"]:
-        grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id")
-        if grade_id in answers:
-            cell["source"] = answers[grade_id]
-    return notebook
-
-
-def answered(student, solution):
-    """The student notebook with every answer cell holding the solution's code."""
-    return with_answers(student, solution_answers(solution))
 
 
 def forgot_return(student, solution):
@@ -161,7 +122,7 @@ def _wait_for_server(url, server, log, deadline):
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """A JupyterLab server on 127.0.0.1 over a temporary folder; yields (base_url, token, folder)."""
-    _need_browser()
+    need_browser()
     if not STUDENT_NOTEBOOK.exists():
         pytest.fail(f"{STUDENT_NOTEBOOK.relative_to(REPO)} is missing: make release")
     root = tmp_path_factory.mktemp("lab")

@@ -14,7 +14,7 @@ from transformers import TrainingArguments
 
 import helpers
 from course.paths import lesson_notebooks
-from test_trainer_accumulation import BATCH, InOrderTrainer, plain_model
+from plain_trainer import BATCH, InOrderTrainer, plain_model
 
 
 def markdown(lesson):

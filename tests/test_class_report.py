@@ -1,10 +1,15 @@
-"""The class report's numbers on a made-up class of 10 students whose pass rates are known.
+"""The class report's numbers on a made-up class of 10 students whose pass rates are known, and
+its parts on made-up blocks and notebooks (no grading, no gradebook).
 
 Toy assignment (tests/autograde_toy.py): test_add fails for 7 students with 4 different messages
-(one of them quotes a line of the hidden test), test_mean fails for 2, test_square never.
+(one of them quotes a line of the hidden test), test_mean fails for 2, test_square never. The
+made-up class is an OUT folder that course/bench/graded_class.py writes without running a
+kernel: nbgrader's release and gradebook, the autograded notebooks, grades.csv and timings.csv.
+(A lesson across languages: test_autograde_modules.py.)
 """
 import csv
 import html
+import json
 import re
 import shutil
 import tempfile
@@ -83,3 +88,56 @@ def test_slowest_submissions_are_listed(out):
     text = (out / "report.md").read_text()
     slowest = text.split("## Slowest submissions")[1]
     assert markdown_rows(slowest)[1][2] == "16.0"  # timings are 10 + index % 7 s
+
+
+# ---- its parts, on made-up blocks and notebooks ----
+
+BLOCKS = [("h1", "Class report"), ("h2", "01_loop"), ("img", "report_01_loop.png", "01_loop scores"),
+          ("table", [["test cell", "messages"], ["test", "a | b <c>"]]), ("p", "end & more")]
+
+
+def test_the_markdown_report_escapes_a_pipe_in_a_message():
+    assert class_report.to_markdown(BLOCKS) == (
+        "# Class report\n\n## 01_loop\n\n![01_loop scores](report_01_loop.png)\n\n"
+        "| test cell | messages |\n|---|---|\n| test | a \\| b <c> |\n\nend & more\n")
+
+
+def test_the_html_report_escapes_what_a_student_wrote():
+    page = class_report.to_html(BLOCKS)
+    assert "<td>a | b &lt;c&gt;</td>" in page and "<p>end &amp; more</p>" in page
+    assert "<img src='report_01_loop.png' alt='01_loop scores'>" in page
+    assert "<tr><th>test cell</th><th>messages</th></tr>" in page
+
+
+def autograded(path, outputs):
+    """An autograded notebook with one test cell, `test_add`, holding `outputs`."""
+    path.write_text(json.dumps({"cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": "# Toy"},
+        {"cell_type": "code", "metadata": {"nbgrader": {"grade_id": "test_add"}}, "source": "", "outputs": outputs}]}))
+    return path
+
+
+def test_a_failure_message_is_the_errors_last_line_without_the_hidden_test(tmp_path):
+    error = {"output_type": "error", "ename": "AssertionError", "evalue": HIDDEN_LINE, "traceback": ["..."]}
+    messages = class_report._messages(autograded(tmp_path / "toy.ipynb", [error]), {HIDDEN_LINE}, "graded")
+    assert messages == {"test_add": "AssertionError: [hidden test]"}
+
+
+def test_without_an_error_the_message_is_the_graders_note(tmp_path):
+    note = {"output_type": "stream", "name": "stdout", "text": "first\n[grader] not run:   the kernel   died\n"}
+    assert class_report._messages(autograded(tmp_path / "a.ipynb", [note]), set(), "graded") == {
+        "test_add": "[grader] not run: the kernel died"}  # the last line, its spaces folded
+    assert class_report._messages(autograded(tmp_path / "b.ipynb", []), set(), "graded") == {
+        "test_add": "no error shown"}
+
+
+def test_a_long_message_is_cut_and_a_missing_notebook_says_its_status(tmp_path):
+    error = {"output_type": "error", "ename": "ValueError", "evalue": "x" * 500, "traceback": []}
+    [message] = class_report._messages(autograded(tmp_path / "toy.ipynb", [error]), set(), "graded").values()
+    assert len(message) == class_report.MESSAGE_CHARS and message.startswith("ValueError: xxx")
+    assert class_report._messages(tmp_path / "nowhere.ipynb", set(), "timeout")["test_add"] == "not graded (timeout)"
+
+
+def test_a_pass_rate_is_a_count_and_a_share():
+    assert [class_report._rate(passed, total) for passed, total in ((2, 3), (0, 4), (0, 0))] == [
+        "2/3 (67 %)", "0/4 (0 %)", ""]

@@ -27,8 +27,8 @@ from autograde_toy import _meta, answer, released_toy, require_sandbox
 from course.grade import variants
 from course.paths import BUILD
 from course.paths import ROOT as REPO
+from headless_chromium import CHROMIUM, CHROMIUM_ARGS, need_browser
 from helpers.language import catalog
-from test_browser import CHROMIUM, CHROMIUM_ARGS, _need_browser
 
 pytestmark = pytest.mark.slow
 NOTE = "Failed in a hidden test (run only at grading; its code is not shown)."
@@ -130,7 +130,7 @@ def test_the_note_is_in_the_notebooks_language():
 
 
 def test_the_page_wraps_long_messages_and_keeps_hints_at_1200_px(feedback):
-    _need_browser()
+    need_browser()
     from playwright.sync_api import sync_playwright
     _, path, _ = feedback
     BUILD.joinpath("browser").mkdir(parents=True, exist_ok=True)

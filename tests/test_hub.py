@@ -31,10 +31,11 @@ from html import unescape
 
 import pytest
 
+from answered_notebooks import solution_answers
 from course import hub as course_hub
 from course.lessons import Edition
 from course.paths import BUILD, SOLUTIONS
-from test_browser import CHROMIUM, CHROMIUM_ARGS, _need_browser, solution_answers
+from headless_chromium import CHROMIUM, CHROMIUM_ARGS, need_browser
 
 # The hub in a browser takes 2-4 minutes: `.ci/run` runs it after `make test`, which stays a
 # developer's loop (docs/hub.md, "Tests"); the grader's side of the hub is in test_hub_grading.py.
@@ -55,7 +56,7 @@ def _free_port():
 
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory):
-    _need_browser()
+    need_browser()
     if shutil.which("jupyterhub", path=str(course_hub.BIN)) is None:
         message = "JupyterHub is missing: make setup (the `hub` extra)"
         if os.environ.get("COURSE_REQUIRE_BROWSER") == "1":

@@ -6,6 +6,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 import helpers
 
 # Heavy libraries that only some lessons need: `import helpers` must not import them.
@@ -44,6 +46,7 @@ def test_every_public_name_resolves_and_completes():
         raise AssertionError("helpers.no_such_name did not raise AttributeError")
 
 
+@pytest.mark.slow  # a fresh Python that imports all of helpers, as a grading kernel does: 8 CPU s
 def test_guard_restores_a_replaced_lazy_name():
     """The guard's snapshot is taken before student code: a lazily bound `helpers.load_data`
     replaced by a student cell must be put back and reported, as with an eager import."""

@@ -8,9 +8,9 @@ import pytest
 
 import helpers
 from helpers import language
+from plot_tables import CHECKPOINT, CHECKPOINTING, LOCAL_SGD, OPTIMIZERS, PRECISION, RESUME
 
 matplotlib.use("Agg")
-from test_plots import CHECKPOINT, CHECKPOINTING, LOCAL_SGD, OPTIMIZERS, PRECISION, RESUME  # noqa: E402
 
 SAMPLE = ("{loss:.3f} | {weights:,} | {share:.1%} | {tiny:.3g} | {difference:+.2f} | {steps} | {ratio:6.2f} | {name!r}",
           dict(loss=0.768, weights=16448, share=0.125, tiny=1.5e-07, difference=-0.25, steps=12, ratio=1.5,

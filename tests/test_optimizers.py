@@ -76,11 +76,13 @@ def eight_bit():
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # a Python that imports torch, bitsandbytes and helpers: 8 CPU s
 def test_8bit_adamw_keeps_about_2_bytes_per_parameter(eight_bit):
     assert eight_bit["dtypes"] == ["torch.uint8", "torch.uint8"]
     assert 2 < eight_bit["bytes_per_parameter"] < 2.5
 
 
+@pytest.mark.slow  # the same child process as above
 def test_8bit_state_counts_the_shared_quantisation_maps_once(eight_bit):
     """bitsandbytes gives every 8-bit state the same two maps (qmap1, qmap2: 256 float32 each)."""
     weight = 2 * 256 * 256 + 2 * (256 * 256 // 256) * 4  # two 8-bit moments, a float32 scale per block of 256

@@ -192,6 +192,7 @@ def cell_text(cell):
     return re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(parts))
 
 
+@pytest.mark.slow  # a kernel, three starts of two processes and a 5 s timeout; the same errors from pytest stay quick
 def test_in_a_notebook_the_cell_shows_the_students_error_and_frames():
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in NOTEBOOK_CELLS])
     NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,

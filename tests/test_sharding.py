@@ -177,15 +177,25 @@ def groups_and_collectives(kind, steps=2):
     return groups, {kind: calls / steps for kind, calls in collectives.calls.items()}
 
 
+def groups_and_collectives_of_each(kinds):
+    """In each process: groups_and_collectives of every kind (one start of the processes for all)."""
+    return {kind: groups_and_collectives(kind) for kind in kinds}
+
+
+@pytest.fixture(scope="module")
+def small_models_sharded():
+    return helpers.run_on_processes(groups_and_collectives_of_each, ("bert", "distilbert"), num_processes=2)
+
+
 @pytest.mark.parametrize("kind, layers", [
     ("bert", ["bert.embeddings", "bert.encoder.layer.0", "bert.encoder.layer.1"]),
     ("distilbert", ["distilbert.embeddings", "distilbert.transformer.layer.0", "distilbert.transformer.layer.1"]),
 ])
-def test_shard_model_shards_each_layer_of_the_models_the_lessons_suggest(kind, layers):
+def test_shard_model_shards_each_layer_of_the_models_the_lessons_suggest(kind, layers, small_models_sharded):
     """DistilBERT names no _no_split_modules (transformers 5.23): shard_model finds its layers all the same, so
     lesson 10's cost section holds for it: 2 all-gathers per layer and step, 1 for the root, 1 reduce-scatter
     per group."""
-    groups, per_step = helpers.run_on_processes(groups_and_collectives, kind, num_processes=2)
+    groups, per_step = small_models_sharded[kind]
     assert groups == ["(root)", *layers]
     assert per_step == {"all-reduce": 0, "all-gather": 2 * len(layers) + 1, "reduce-scatter": len(layers) + 1}
 
@@ -242,9 +252,22 @@ def prepare_as_accelerate_does(recipe):
     return [name or "(root)" for name, module in model.named_modules() if isinstance(module, FSDPModule)]
 
 
-@pytest.mark.parametrize("recipe", ["Accelerate", "command line", "Trainer"])
-def test_every_recipe_of_lesson_10_shards_the_course_model_on_two_processes(recipe):
-    groups = helpers.run_on_processes(prepare_as_accelerate_does, recipe, num_processes=2)
+RECIPES = ("Accelerate", "command line", "Trainer")
+
+
+def prepare_with_each(recipes):
+    """In each process: prepare_as_accelerate_does with every recipe (one start of the processes for all)."""
+    return {recipe: prepare_as_accelerate_does(recipe) for recipe in recipes}
+
+
+@pytest.fixture(scope="module")
+def groups_of_each_recipe():
+    return helpers.run_on_processes(prepare_with_each, RECIPES, num_processes=2)
+
+
+@pytest.mark.parametrize("recipe", RECIPES)
+def test_every_recipe_of_lesson_10_shards_the_course_model_on_two_processes(recipe, groups_of_each_recipe):
+    groups = groups_of_each_recipe[recipe]
     assert {"bert.encoder.layer.0", "bert.encoder.layer.1", "(root)"} <= set(groups), groups
 
 

@@ -16,8 +16,7 @@ import pytest
 from autograde import outfolder, resume, shards
 from autograde.variants import Variants
 from autograde.collect import Submission
-from autograde_toy import released_toy, write_class, write_source
-from test_autograde import autograde
+from autograde_toy import autograde, released_toy, write_class, write_source
 
 
 def test_shares_are_deterministic_disjoint_and_complete():

@@ -26,10 +26,9 @@ import pytest
 import torch
 
 import slurm_cluster
-from autograde_toy import PERFECT, answer, released_toy, write_class, write_source
+from autograde_toy import PERFECT, TOY_OPTIONS, answer, released_toy, write_class, write_source
 from course.paths import ROOT
-from test_autograde import TOY_OPTIONS
-from test_train_script import COMMON, free_port, train
+from train_script_runs import COMMON, free_port, train
 
 slurm_cluster.skip_unless_asked()
 pytestmark = pytest.mark.slow

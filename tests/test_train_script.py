@@ -2,32 +2,12 @@
 batches of 4 and 2 accumulation steps, trains the same parameters as one process with batches of 16 (slow:
 three Pythons import torch and train; test_equivalence.py proves the same in-process in `make quick`). The
 script's other paths and its refusal run its main() in this process: the command line is the same."""
-import os
-import socket
-import subprocess
 import sys
 
 import pytest
-import torch
 
-from course.paths import ROOT
 from helpers import train_script
-
-COMMON = ["--path", "accelerate", "--cpu", "--train-size", "96", "--no-dropout"]
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return str(probe.getsockname()[1])
-
-
-def train(launcher, arguments, parameters_file):
-    environment = {**os.environ, "GLOO_SOCKET_IFNAME": "lo"}
-    command = launcher + ["-m", "helpers.train_script", *COMMON, *arguments, "--save-parameters", str(parameters_file)]
-    run = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
-    return run.stdout, torch.load(parameters_file)
+from train_script_runs import free_port, train
 
 
 @pytest.mark.slow

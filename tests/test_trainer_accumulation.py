@@ -10,26 +10,10 @@ import functools
 
 import pytest
 import torch
-from torch.utils.data import SequentialSampler
-from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments
+from transformers import TrainingArguments
 
 import helpers
-from helpers.modeling import cache_dir
-
-BATCH = 8
-
-
-class InOrderTrainer(Trainer):
-    def _get_train_sampler(self, *args, **kwargs):
-        return SequentialSampler(self.train_dataset)
-
-
-def plain_model():
-    """The course's model as from_pretrained gives it: without helpers' num_items_in_batch fix."""
-    helpers.load_model()  # builds the cached folder once
-    torch.manual_seed(0)  # the new classification head: the same in every compared run
-    return AutoModelForSequenceClassification.from_pretrained(
-        str(cache_dir() / "model"), hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+from plain_trainer import BATCH, InOrderTrainer, plain_model
 
 
 def one_step(model, dataset, tokenizer, n, tmp_path):

@@ -14,7 +14,7 @@ from accelerate import PartialState
 from transformers import TrainingArguments
 
 import helpers
-from test_trainer_accumulation import BATCH, InOrderTrainer, plain_model
+from plain_trainer import BATCH, InOrderTrainer, plain_model
 
 # (fix, gradient_accumulation_steps): the update's size against one process with the whole batch, as
 # lesson 4 (l4-slide-output) says it is on 2 processes

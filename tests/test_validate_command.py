@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from answered_notebooks import answered
 from course.paths import JUPYTER_CONFIG, NOTEBOOKS, SOLUTIONS
-from test_browser import answered
 
 pytestmark = pytest.mark.slow
 LESSON = "10_sharded_training"  # the shortest lesson
