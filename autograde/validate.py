@@ -72,7 +72,7 @@ def check_structure(nb, release_path, notebook, earlier=()):
     a student fetched it does not count as the student's change."""
     releases = [released_cells(nbformat.read(release_path, as_version=4)), *earlier]
     submitted = _ids(nb)
-    changes = min((_changes(submitted, release) for release in releases), key=_difference)
+    changes = min((_changes(submitted, release) for release in releases), key=_distance)
     return [["modified", f"{notebook}: {what}: {', '.join(sorted(set(names)))}"]
             for what, names in changes.items() if what != UNKNOWN and names]
 
@@ -97,8 +97,16 @@ def _changes(submitted, release):
             UNKNOWN: [g for g in ids if g not in kinds]}
 
 
-def _difference(changes):
-    return sum(len(set(names)) for names in changes.values())
+# What tells the releases apart: the cells one has that the submission lacks or has other, and the
+# ones it lacks. Order comes second: one moved cell shifts every cell after it, so a release with
+# another order can count fewer moves than the one the student fetched
+CONTENT = ("cells deleted", "cell type changed", "read-only or test cells edited", UNKNOWN)
+
+
+def _distance(changes):
+    def count(kinds):
+        return sum(len(set(names)) for what, names in changes.items() if (what in CONTENT) == kinds)
+    return count(True), count(False)
 
 
 def _source(cell):

@@ -208,6 +208,16 @@ def test_an_earlier_release_with_fewer_cells_hides_no_change(release_path):
         ["modified", "toy: read-only or test cells edited: test"]]
 
 
+def test_moved_cells_do_not_make_an_earlier_release_look_fetched(release_path):
+    """One moved cell shifts every cell after it: against an earlier release in that order, with a
+    cell since removed, the submission would count one change instead of four, and the report
+    would name a deletion the student never made (seen on lesson 7's restructured submission)."""
+    moved_first = changed(release(), lambda cells: [cells[3], *cells[:3]])
+    earlier = [validate.released_cells(changed(release(), lambda cells: [cells[3], *cells[:3], cell("gone")]))]
+    events = validate.check_structure(as_dict(moved_first), release_path, "toy", earlier)
+    assert events == [["modified", "toy: cells moved: answer, other, setup, test"]]
+
+
 def test_an_earlier_release_lists_its_cells_with_a_checksum_of_the_locked_ones():
     cells = validate.released_cells(as_dict(release()))
     assert [(grade_id, kind, bool(checksum)) for grade_id, kind, checksum in cells] == [
