@@ -78,7 +78,9 @@ def interrupted(toy_class):
             break
     run.send_signal(signal.SIGTERM)
     stdout, stderr = run.communicate(timeout=300)
-    deadline = time.monotonic() + 5  # without a sandbox a kernel ends within a second of its worker
+    # without a sandbox a kernel ends within a second of its worker on a quiet machine, later on a
+    # busy one (seen: over 5 s at a load of 7); an orphan would live on
+    deadline = time.monotonic() + 30
     while processes_naming(str(tmp)) and time.monotonic() < deadline:
         time.sleep(0.2)
     stopped = {"returncode": run.returncode, "stderr": "".join(before) + stderr,
