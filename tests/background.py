@@ -186,14 +186,18 @@ def _signal(process, number):
         pass
 
 
+def adopt_orphans(adopt=True):
+    """Make this process the subreaper of its descendants' orphans (PR_SET_CHILD_SUBREAPER), or not."""
+    ctypes.CDLL(None).prctl(36, int(adopt))
+
+
 @contextlib.contextmanager
 def orphans_to_init():
     """Meanwhile the session adopts no orphan (conftest.py makes it their subreaper, to count their
     CPU), as an instructor's shell does not: an orphaned kernel's parent poller (ipykernel) ends the
     kernel when its parent becomes init, and would not see its parent go under the session."""
-    prctl = ctypes.CDLL(None).prctl
-    prctl(36, 0)  # PR_SET_CHILD_SUBREAPER
+    adopt_orphans(False)
     try:
         yield
     finally:
-        prctl(36, 1)
+        adopt_orphans()

@@ -8,7 +8,6 @@ from course.lessons import KERNEL_ENVIRONMENT
 for name, value in KERNEL_ENVIRONMENT.items():
     os.environ.setdefault(name, value)
 
-import ctypes  # noqa: E402
 import resource  # noqa: E402
 import shutil  # noqa: E402
 import time  # noqa: E402
@@ -137,7 +136,7 @@ _SESSION_BEGAN = time.monotonic()
 # The session adopts its orphans (PR_SET_CHILD_SUBREAPER): a grader's forkserver, the parent of its
 # workers and their kernels, outlives the grader, and would take their CPU seconds to init. They
 # stay zombies until the session ends, so that _unwaited_descendants reads their times.
-ctypes.CDLL(None).prctl(36, 1)
+background.adopt_orphans()
 
 
 @background.job

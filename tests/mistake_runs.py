@@ -44,8 +44,9 @@ def check_lesson(lesson, small_values, mistakes, stubs):
     """(rows, untouched). For each (exercise, name, mistaken source, test cells) in `mistakes`: a row
     (exercise, name, test cell, whether its visible part failed on the mistake (Validate), whether
     it failed with its hidden tests (grading), the error it raised on the right answer afterwards or
-    None: its visible part, the whole cell after the exercise's last mistake). `untouched`: {test cell: (its visible part failed, it failed)} with every answer cell set
-    to its stub of `stubs` ({exercise: the release's source}). Raises if the lesson itself does not run."""
+    None: its visible part, the whole cell after the exercise's last mistake). `untouched`: {test
+    cell: (its visible part failed, it failed)} with every answer cell set to its stub of `stubs`
+    ({exercise: the release's source}). Raises if the lesson itself does not run."""
     nb = small(nbformat.read(SOLUTIONS / lesson / f"{lesson}.ipynb", as_version=4), small_values)
     answers = {grade_id(c): c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")}
     tests = {grade_id(c): c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")
@@ -81,5 +82,6 @@ def check_lesson(lesson, small_values, mistakes, stubs):
                           test(cell, hidden=index == last[exercise])) for cell in cells]
             for exercise, stub in stubs.items():
                 error(stub)  # a stub defines its function (which raises when called) or raises itself
-            untouched = {cell: (test(cell, hidden=False) is not None, test(cell) is not None) for cell in tests}
+            visible = {cell: test(cell, hidden=False) is not None for cell in tests}
+            untouched = {cell: (visible[cell], visible[cell] or test(cell) is not None) for cell in tests}
         return rows, untouched
