@@ -46,11 +46,24 @@ def nbgrader_environment(config_path=None):
     return env
 
 
+def head_revision_in_process():
+    """nbgrader's Gradebook, creating a gradebook, asks the `alembic` command for the newest revision
+    of its database's migrations: a Python of its own that imports alembic, about 2 CPU s for each
+    new gradebook (each grading's OUT, each release). The same answer, read in this process from
+    nbgrader's migration scripts; the gradebook then records it as nbgrader does."""
+    import nbgrader.api
+    from alembic.script import ScriptDirectory
+    from nbgrader.dbutil import ALEMBIC_DIR
+    nbgrader.api.get_alembic_version = ScriptDirectory(ALEMBIC_DIR).get_current_head
+
+
 # nbgrader's generate_assignment for several assignments in one Python: nbgrader's imports and the
 # gradebook's set-up are paid once, not once per assignment (about 4 CPU s each).
 GENERATE_ASSIGNMENTS = """\
 import sys
+from autograde.nbgrader_course import head_revision_in_process
 from nbgrader.apps.generateassignmentapp import GenerateAssignmentApp
+head_revision_in_process()
 options = [arg for arg in sys.argv[1:] if arg.startswith("--")]
 for name in [arg for arg in sys.argv[1:] if not arg.startswith("--")]:
     app = GenerateAssignmentApp()  # a new app for each, as `nbgrader generate_assignment NAME` makes

@@ -7,15 +7,19 @@ same rules through the grader; these fail first, in `make quick`.
 """
 import csv
 import os
+import sqlite3
+import subprocess
+import sys
 import zipfile
 
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from autograde import class_report, collect, outfolder, report
+from autograde import class_report, collect, nbgrader_course, outfolder, report
 from autograde.collect import CollectError, Submission
 from autograde.variants import Variants
+from autograde_toy import write_source
 
 
 # ---- collect.py ----
@@ -164,3 +168,19 @@ def test_a_lesson_in_several_languages_gets_one_table_across_them():
         ("h2", "01_loop across languages"),
         ("table", [["", "en", "nl", "all"], ["mean score (submissions)", "3.00 (2)", "3.00 (1)", "3.00 (3)"],
                    ["test", "1/2 (50 %)", "1/1 (100 %)", "2/3 (67 %)"]])]
+
+
+# ---- nbgrader_course.py ----
+
+def test_a_new_gradebook_records_the_revision_that_nbgraders_alembic_command_names(tmp_path):
+    """The revision is read in the grader's process (head_revision_in_process), not by the `alembic`
+    command nbgrader runs: the gradebook must hold what that command answers, or a later nbgrader
+    would migrate it wrongly."""
+    out = nbgrader_course.prepare(write_source(tmp_path / "source"), tmp_path / "out", {"toy": ["toy"]})
+    with sqlite3.connect(out / "gradebook.db") as db:
+        [(recorded,)] = db.execute("SELECT version_num FROM alembic_version").fetchall()
+    from nbgrader.dbutil import _temp_alembic_ini
+    with _temp_alembic_ini(f"sqlite:///{tmp_path}/unused.db") as ini:
+        heads = subprocess.run([os.path.join(os.path.dirname(sys.executable), "alembic"), "-c", ini, "heads"],
+                               capture_output=True, text=True, check=True).stdout
+    assert recorded == heads.split()[0]
