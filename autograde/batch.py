@@ -49,19 +49,9 @@ def run(settings):
     started = time.monotonic()
     with Stop() as stop:
         ensure_venv_on_path()
-        source = Path(settings.source).resolve()
-        out = Path(settings.out).resolve()
-        assignments = assignments_in(source)
-        uids = [None] * settings.jobs
-        if settings.sandbox:
-            sandbox.check_available()
-            uids = sandbox.kernel_uids(settings.jobs)
-        else:
-            say("WARNING: AUTOGRADE_SANDBOX=off: student code runs as you, with your files and "
-                "network, without memory limits. Only for trusted submissions.", sys.stderr)
         work = Path(tempfile.mkdtemp(prefix="autograde-"))
         try:
-            return _run(settings, source, out, assignments, work, uids, stop, started)
+            return _run(settings, work, stop, started)
         finally:
             if os.environ.get("AUTOGRADE_KEEP_WORK"):
                 say(f"AUTOGRADE_KEEP_WORK: work folders kept in {work}", sys.stderr)
@@ -69,7 +59,22 @@ def run(settings):
                 shutil.rmtree(work, ignore_errors=True)
 
 
-def _run(settings, source, out, assignments, work, uids, stop, started):
+def _kernel_uids(settings):
+    """The user id of each job's kernels (None: this user's, without the sandbox)."""
+    if not settings.sandbox:
+        say("WARNING: AUTOGRADE_SANDBOX=off: student code runs as you, with your files and "
+            "network, without memory limits. Only for trusted submissions.", sys.stderr)
+        return [None] * settings.jobs
+    sandbox.check_available()
+    return sandbox.kernel_uids(settings.jobs)
+
+
+def _run(settings, work, stop, started):
+    """run's batch, with the folder `work` for its jobs and kernels, until done or `stop`."""
+    source = Path(settings.source).resolve()
+    out = Path(settings.out).resolve()
+    assignments = assignments_in(source)
+    uids = _kernel_uids(settings)
     os.chmod(work, 0o711)
     jobs_dir, kernels_dir = work / "jobs", work / "kernels"
     jobs_dir.mkdir(mode=0o700)
