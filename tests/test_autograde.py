@@ -1,7 +1,7 @@
 """End to end: `python -m autograde` on the toy assignment's hostile corpus, graded in parallel.
 
-One batch grades the whole corpus (an early background job: background.py); the tests then read its
-table, feedback, gradebook and the untouched submissions. Runs as root and as any user (bubblewrap isolates the
+One batch grades the whole corpus (module fixture); the tests then read its table, feedback,
+gradebook and the untouched submissions. Runs as root and as any user (bubblewrap isolates the
 kernels); skips, saying why, only where the machine cannot isolate.
 """
 import csv
@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 from html import unescape
@@ -20,11 +21,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-import background
 from autograde import validate
 from autograde_corpus import CASES, extra_cell
 from autograde_toy import (HIDDEN_MARKERS, PERFECT, answer, autograde, cell_index, grader, processes_naming,
-                           released_toy, require_sandbox, write_source)
+                           require_sandbox, write_source)
 from course.paths import ROOT as REPO
 
 pytestmark = pytest.mark.slow
@@ -40,14 +40,23 @@ def digest(root):
             for p in sorted(Path(root).rglob("*")) if p.is_file()}
 
 
-@background.job(early=True)
-def hostile_class_job():
-    """The toy assignment (its folder, source and release) and its hostile corpus graded in one
-    batch, beside the tests: ((root, source, release), what `graded` gives)."""
+@pytest.fixture(scope="module")
+def toy():
+    require_sandbox()
     # Our own folder: pytest's shared /tmp/pytest-of-<user> is pruned by concurrent runs.
-    root = background.folder("autograde-test-")
+    root = Path(tempfile.mkdtemp(prefix="autograde-test-"))
     source = write_source(root / "source")
-    release = released_toy(source, root / "seed")
+    seed = root / "seed"
+    from autograde.nbgrader_course import assignments_in, prepare
+    prepare(source, seed, assignments_in(source))
+    release = nbformat.read(seed / "release" / "toy" / "toy.ipynb", as_version=4)
+    yield root, source, release
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def graded(toy):
+    root, source, release = toy
     submissions, out = root / "submissions", root / "out"
     context = {"source": str(source / "toy" / "toy.ipynb"), "source_dir": str(source),
                "gradebook": str(out / "gradebook.db"),
@@ -69,24 +78,9 @@ def hostile_class_job():
         else:
             nbformat.write(content, folder / "toy.ipynb")
     before = digest(submissions)
-    run = background.run(grader(submissions, out, source), cwd=REPO, timeout=900)
-    return (root, source, release), {"run": run, "out": out, "submissions": submissions, "before": before,
-                                     "source": source}
-
-
-@pytest.fixture(scope="module")
-def toy(hostile_class_job):
-    """(its folder, the toy's source folder, its release notebook)."""
-    require_sandbox()
-    return hostile_class_job.result()[0]
-
-
-@pytest.fixture(scope="module")
-def graded(hostile_class_job):
-    require_sandbox()
-    return hostile_class_job.result()[1]
-
-
+    run = autograde(submissions, out, source)
+    return {"run": run, "out": out, "submissions": submissions, "before": before,
+            "source": source}
 
 
 def test_batch_completes_with_exit_0_and_a_summary(graded):
