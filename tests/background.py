@@ -12,7 +12,11 @@ makes a session fixture `graded_class_job` whose value is the job (`.result()` w
 the function returned, or raises what it raised). Once the tests are collected, conftest.py
 starts the jobs that a selected test uses, directly or through another fixture (`start_used`),
 one at a time, in the order they are defined, on a thread of this process; a job not started yet
-starts when its result is asked for.
+starts when its result is asked for. A job that needs no model (a toy class) may be declared
+`@background.job(early=True)`: the early jobs go first, while the lesson runs' pool pre-trains the
+model that the other jobs wait for. The main thread is the session's critical path, but not all of
+its toy gradings can go: in the pre-training's first minutes the main thread needs work that needs
+no model (test_autograde.py's corpus, the resumed gradings), or it waits for the model (measured).
 
 A session that ends early (-x, Ctrl-C) does not wait for the running job: `stop` cancels the jobs
 not started and ends the running one's subprocesses. So a job starts its subprocesses with `run`
@@ -22,6 +26,7 @@ SIGKILL), or as processes of a `multiprocessing` pool, which `stop` kills.
 import concurrent.futures
 import contextlib
 import ctypes
+import functools
 import multiprocessing
 import os
 import shutil
@@ -36,6 +41,7 @@ import pytest
 
 _queue = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="background")
 _functions = {}   # job name -> its function, in the order defined
+_early = set()    # the names of the jobs that go first (job(early=True))
 _futures = {}     # job name -> Future of its run
 _running = set()  # the jobs' subprocesses (Popen) that run now
 _folders = []     # the jobs' temporary folders (`folder`)
@@ -76,10 +82,15 @@ class Job:
         return _start(self.name).result()
 
 
-def job(function):
-    """Decorator: run `function()` in the background; a session fixture of its name gives its Job."""
+def job(function=None, *, early=False):
+    """Decorator: run `function()` in the background; a session fixture of its name gives its Job.
+    early=True: it runs before the jobs that are not early (it needs no model)."""
+    if function is None:
+        return functools.partial(job, early=early)
     name = function.__name__
     _functions[name] = function
+    if early:
+        _early.add(name)
 
     @pytest.fixture(scope="session", name=name)
     def handle():
@@ -90,14 +101,15 @@ def job(function):
 
 
 def names():
-    """The fixture names of the jobs, in the order they run."""
-    return list(_functions)
+    """The fixture names of the jobs, in the order they run: the early ones, then the others, each
+    in the order they were defined."""
+    return sorted(_functions, key=lambda name: name not in _early)
 
 
 def start_used(items):
     """Queue the jobs that one of `items` (the collected tests) uses."""
     used = {name for item in items for name in getattr(item, "fixturenames", ())}
-    for name in _functions:
+    for name in names():
         if name in used:
             _start(name)
 

@@ -11,16 +11,13 @@ the long message instead of cutting it.
 """
 import csv
 import re
-import shutil
-import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+import background
 from autograde import feedback_page
 from autograde.variants import Variants
 from autograde_toy import _meta, answer, released_toy, require_sandbox
@@ -65,11 +62,11 @@ def source_notebook():
     ], metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
 
 
-@pytest.fixture(scope="module")
-def feedback():
-    """(the feedback page's HTML, its path, the student's grades.csv row)."""
-    require_sandbox()
-    root = Path(tempfile.mkdtemp(prefix="feedback-page-"))
+@background.job(early=True)
+def feedback_job():
+    """The one student graded beside the tests: (the feedback page's HTML, its path, the student's
+    grades.csv row)."""
+    root = background.folder("feedback-page-")
     source = root / "source"
     (source / "toy").mkdir(parents=True)
     nbformat.write(source_notebook(), source / "toy" / "toy.ipynb")
@@ -81,15 +78,21 @@ def feedback():
                                     "square": "def square(x):\n    return x + x"}),
                    folder / "toy.ipynb")
     out = root / "out"
-    run = subprocess.run([sys.executable, "-m", "autograde", "--submissions", str(root / "submitted"),
+    run = background.run([sys.executable, "-m", "autograde", "--submissions", str(root / "submitted"),
                           "--out", str(out), "--source", str(source), "--jobs", "1", *OPTIONS],
-                         cwd=REPO, capture_output=True, text=True, timeout=600)
+                         cwd=REPO, timeout=600)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
     with open(out / "grades.csv", newline="") as table:
         row = next(csv.DictReader(table))
     page = out / "feedback" / "student" / "toy" / "toy.html"
-    yield page.read_text(), page, row
-    shutil.rmtree(root, ignore_errors=True)
+    return page.read_text(), page, row
+
+
+@pytest.fixture(scope="module")
+def feedback(feedback_job):
+    """(the feedback page's HTML, its path, the student's grades.csv row)."""
+    require_sandbox()
+    return feedback_job.result()
 
 
 def links(html):

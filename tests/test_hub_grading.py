@@ -1,6 +1,6 @@
 """What nbgrader's exchange leaves beside a notebook, through the course's grader (autograde/exchange.py).
 
-One batch grades a toy class in nbgrader's `submitted/` layout as `nbgrader collect` leaves it:
+One batch (an early background job) grades a toy class in nbgrader's `submitted/` layout as `nbgrader collect` leaves it:
 - `ontime`: answered, with the timestamp.txt and submission_secret.txt that the exchange writes;
   after grading, `nbgrader release_feedback` from OUT must put the feedback into the exchange under
   the name `nbgrader fetch_feedback` looks for (a hash of the secret and the notebook's name);
@@ -15,7 +15,6 @@ One batch grades a toy class in nbgrader's `submitted/` layout as `nbgrader coll
 import csv
 import subprocess
 import sys
-import tempfile
 import shutil
 from pathlib import Path
 
@@ -23,6 +22,7 @@ import nbformat
 import pytest
 from nbgrader.utils import notebook_hash
 
+import background
 from autograde_toy import PERFECT, answer, released_toy, require_sandbox, write_source
 from course.paths import ROOT as REPO
 
@@ -35,10 +35,10 @@ OPTIONS = ["--cell-timeout", "10", "--timeout", "30", "--memory-mb", "2048", "--
            "--protected", "builtins", "math", "numpy", "IPython", "ipykernel"]
 
 
-@pytest.fixture(scope="module")
-def hub_class():
-    require_sandbox()
-    root = Path(tempfile.mkdtemp(prefix="hub-grading-"))
+@background.job(early=True)
+def hub_class_job():
+    """The class in nbgrader's `submitted/` layout graded beside the tests: (root, out, rows)."""
+    root = background.folder("hub-grading-")
     source = write_source(root / "source")
     release = released_toy(source, root / "seed")
     submitted = root / "submitted"
@@ -52,14 +52,19 @@ def hub_class():
         (folder / "timestamp.txt").write_text(TIMESTAMPS[student])
         (folder / "submission_secret.txt").write_text(SECRETS.get(student, TAMPERED_SECRET))
     out = root / "out"
-    run = subprocess.run([sys.executable, "-m", "autograde", "--submissions", str(submitted),
+    run = background.run([sys.executable, "-m", "autograde", "--submissions", str(submitted),
                           "--out", str(out), "--source", str(source), "--jobs", "2", *OPTIONS],
-                         cwd=REPO, capture_output=True, text=True, timeout=600)
+                         cwd=REPO, timeout=600)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
     with open(out / "grades.csv", newline="") as table:
         rows = {row["student_id"]: row for row in csv.DictReader(table)}
-    yield root, out, rows
-    shutil.rmtree(root, ignore_errors=True)
+    return root, out, rows
+
+
+@pytest.fixture(scope="module")
+def hub_class(hub_class_job):
+    require_sandbox()
+    return hub_class_job.result()
 
 
 def test_a_malformed_timestamp_never_costs_the_grade(hub_class):

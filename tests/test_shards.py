@@ -9,15 +9,17 @@ import concurrent.futures
 import csv
 import re
 import shutil
-import tempfile
+import sys
 from pathlib import Path
 
 import pytest
 
+import background
 from autograde import outfolder, resume, shards
 from autograde.variants import Variants
 from autograde.collect import Submission
-from autograde_toy import autograde, released_toy, write_class, write_source
+from autograde_toy import autograde, grader, released_toy, write_class, write_source
+from course.paths import ROOT as REPO
 
 
 def test_shares_are_deterministic_disjoint_and_complete():
@@ -69,9 +71,11 @@ def test_merge_refuses_what_is_not_one_finished_split(tmp_path):
         shutil.rmtree(tmp_path / "merged", ignore_errors=True)
 
 
-@pytest.fixture(scope="module")
-def graded():
-    root = Path(tempfile.mkdtemp(prefix="shards-test-"))
+@background.job(early=True)
+def shards_job():
+    """The toy class graded whole and as 2 shards beside the tests, the shards merged by the
+    command the Makefile runs: (root, {"whole" | "shard1" | "shard2": its grading's run})."""
+    root = background.folder("shards-test-")
     source = write_source(root / "source")
     release = released_toy(source, root / "seed")
     write_class(root / "submissions", release, [None, "add", "mean", None, "add"])
@@ -79,14 +83,20 @@ def graded():
     # the three gradings at once, as shards on several machines run: a toy batch mostly waits
     # (nbgrader's set-up, the kernels' start), so together they take little longer than one
     with concurrent.futures.ThreadPoolExecutor(len(shares)) as pool:
-        runs = dict(zip(shares, pool.map(lambda name: autograde(root / "submissions", root / name, source,
-                                                                 "--no-sandbox", *shares[name], jobs=2), shares)))
+        runs = dict(zip(shares, pool.map(lambda name: background.run(
+            grader(root / "submissions", root / name, source, "--no-sandbox", *shares[name], jobs=2),
+            cwd=REPO, timeout=900), shares)))
     for run in runs.values():
         assert run.returncode == 0, run.stderr[-3000:]
-    merge = shards.main(["--out", str(root / "merged"), str(root / "shard1"), str(root / "shard2")])
-    assert merge == 0
-    yield root, runs
-    shutil.rmtree(root, ignore_errors=True)
+    merge = background.run([sys.executable, "-m", "autograde.shards", "--out", str(root / "merged"),
+                            str(root / "shard1"), str(root / "shard2")], cwd=REPO, timeout=300)
+    assert merge.returncode == 0, merge.stderr[-3000:]
+    return root, runs
+
+
+@pytest.fixture(scope="module")
+def graded(shards_job):
+    return shards_job.result()
 
 
 def read(path):
