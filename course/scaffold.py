@@ -118,7 +118,7 @@ def main(argv=None):
     print(f"wrote {path.relative_to(ROOT)} and its row in course/lessons.py. Now (docs/adding-a-lesson.md):")
     steps = [f"replace the example exercises with the lesson's; keep the form (ids l{int(name[:2])}-..., the "
              "parameters cell, 2 to 5 exercises, each with 2 or 3 hints and its test cell)",
-             "tests/test_autograde_mistakes.py: four typical mistakes per exercise in MISTAKES",
+             "tests/mistakes.py: four typical mistakes per exercise in MISTAKES",
              "lesson 1's overview: an item for the new lesson"]
     if last:
         steps.append(f"solutions/{existing[-1]}: remove \"{LAST_WORDS}\" (the new lesson says it)")

@@ -1,4 +1,4 @@
-"""The session's heavy, independent jobs (graded batches, the mistake runs), run beside the tests.
+"""The session's heavy, independent jobs (the graded class, the toy gradings), run beside the tests.
 
 Most tests use one CPU core. A job that grades a class or runs lessons in kernels is a
 subprocess that the tests only read afterwards, so it can start as soon as the session knows it
@@ -185,7 +185,7 @@ def stop(grace_seconds=10):
             process.wait(grace_seconds)
         except subprocess.TimeoutExpired:
             _signal(process, signal.SIGKILL)
-    for child in multiprocessing.active_children():  # pools of lesson and mistake runs
+    for child in multiprocessing.active_children():  # the lesson runs' pool
         child.kill()
     for path in _folders:
         shutil.rmtree(path, ignore_errors=True)

@@ -39,9 +39,10 @@ def small_data(tokenizer):
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "lesson_run(parameter): the test reads the papermill run "
-                            "(lesson_runs.executed) of the lesson its `parameter` names; the runs start "
-                            "in the background once the tests are collected")
+    config.addinivalue_line("markers", "lesson_run(parameter, mistakes=False): the test reads the run "
+                            "(lesson_runs.executed) of the lesson its `parameter` names, with its typical "
+                            "mistakes tried (lesson_runs.checked) if `mistakes`; the runs start in the "
+                            "background once the tests are collected")
 
 
 def pytest_collection_modifyitems(items):
@@ -73,9 +74,11 @@ def pytest_collection_finish(session):
     (background.py) they will read, beside the tests, until a test asks for them."""
     if session.config.option.collectonly:
         return
-    needed = {lesson_read_by(item) for item in session.items if item.get_closest_marker("lesson_run")}
-    if needed:
-        lesson_runs.start_runs(sorted(needed))
+    readers = [item for item in session.items if item.get_closest_marker("lesson_run")]
+    if readers:
+        lesson_runs.start_runs(sorted({lesson_read_by(item) for item in readers}),
+                               mistaken={lesson_read_by(item) for item in readers
+                                         if item.get_closest_marker("lesson_run").kwargs.get("mistakes")})
     background.start_used(session.items)
 
 

@@ -1,9 +1,13 @@
 """Each lesson executed once and graded once per test session, shared by the tests that read them.
 
-executed(lesson): the solution notebook run with papermill. test_notebooks.py (does it run?) and
-test_release.py (does it pass its own tests, as nbgrader validate judges them?) share it. The runs
-start in the background when the session collects a test that needs them (conftest.py), one at a
-time beside the tests, so that they use the second CPU core while most tests use one.
+executed(lesson): the solution notebook run at its small profile (SMALL: the sizes the class is
+graded at), in a kernel that then tries the lesson's typical mistakes (mistake_runs.py; checked(lesson)
+gives their outcome) where a selected test reads them. test_notebooks.py (does it run?),
+test_release.py (does it pass its own tests, as nbgrader validate judges them?),
+test_printed_language.py and test_autograde_mistakes.py share it. The runs start in the background
+when the session collects a test that needs them (conftest.py), one at a time beside the tests, so
+that they use the second CPU core while most tests use one. The lessons at their defaults (what
+`make run` and a student run) are test_lessons_at_defaults.py's, in .ci/run after `make test`.
 
 grade_lessons(): the session's one real class, graded in one `python -m course.grade` batch (one
 preparation), mixing what a real class mixes:
@@ -34,56 +38,65 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import nbformat
 
 import background
+import mistakes
+import mistake_runs
+from mistake_runs import grade_id, small
 from course import model_cache
-from course.lessons import PROFILES, in_language, parameters_cell, profile, with_parameters
+from course.lessons import PROFILES, in_language, profile
 from course.paths import NOTEBOOKS, ROOT, SOLUTIONS, lesson_notebooks
-from course.run import run_notebook
 from helpers.cache import cache_dir
 from helpers.language import LANGUAGES
 
-_runs = {}  # lesson -> Future of (seconds, error)
+_runs = {}  # lesson -> Future of its mistake_runs.LessonRun
+_tried = set()  # the lessons whose runs try the typical mistakes
 _folder = []  # the executed notebooks' folder, made by the first run of the session
 
 
-def start_runs(lessons):
-    """Start executing `lessons` in the background, one after another, in a process of their own
+def start_runs(lessons, mistaken=()):
+    """Start running `lessons` in the background, one after another, in a process of their own
     (its kernels' sockets are named after that process: see course.run.kernel_config), after the
-    model's pre-training where the cache lacks it."""
+    model's pre-training where the cache lacks it; the runs of the lessons in `mistaken` then try
+    their typical mistakes."""
     pool = background.pool(max_workers=1)
     atexit.register(pool.shutdown, cancel_futures=True)
     if not _runs:
         pool.submit(pretrain).add_done_callback(_note_time("pre-training of the default model"))
     for notebook in lesson_notebooks(lessons):
-        if notebook.stem not in _runs:
-            _runs[notebook.stem] = pool.submit(run_notebook, notebook, _executed_folder())
-            _runs[notebook.stem].add_done_callback(_note_time(f"lesson run {notebook.stem}"))
+        lesson = notebook.stem
+        if lesson not in _runs:
+            tried = lesson in mistaken
+            _runs[lesson] = pool.submit(mistake_runs.check_lesson, lesson, SMALL[lesson], _executed_folder(),
+                                        mistakes.of(lesson) if tried else (), stubs(lesson) if tried else None)
+            _runs[lesson].add_done_callback(_note_time(f"lesson run {lesson}" + (" and its mistakes" * tried)))
+            _tried.update([lesson] if tried else [])
 
 
 def pretrain():
-    """(seconds, None) of building the default tokenizer and model into the cache, in a Python that
-    then exits; None when they are there. Before the first lesson, so that a lesson's seconds
+    """Build the default tokenizer and model into the cache, in a Python that then exits, and say
+    when it began (.began, time.monotonic()); None when they are there. Before the first lesson, so that a lesson's seconds
     (test_notebooks.py's limit) are the lesson's: on a clean clone the pre-training took 211 s
     inside lesson 0's run. The grader and the tests that need the model meanwhile wait for it
     (helpers.cache.build_once)."""
     if (cache_dir() / "model").is_dir():
         return None
-    start = time.perf_counter()
+    began = time.monotonic()
     # it dies with this process (PR_SET_PDEATHSIG), which background.stop kills when the session stops early
     subprocess.run([sys.executable, "-c", "import ctypes, signal; ctypes.CDLL(None).prctl(1, signal.SIGKILL); "
                     + model_cache.BUILD],
                    cwd=ROOT, capture_output=True)  # a failure shows in lesson 0's run, which builds again
-    return time.perf_counter() - start, None
+    return SimpleNamespace(began=began)
 
 
 def _note_time(name):
     def note(future):
         if not future.cancelled() and future.exception() is None and future.result() is not None:
             end = time.monotonic()
-            background.note(name, end - future.result()[0], end)
+            background.note(name, future.result().began, end)
     return note
 
 
@@ -91,8 +104,33 @@ def executed(lesson):
     """(path of the executed notebook, seconds, error message or None) for `lesson`."""
     if lesson not in _runs:
         start_runs([lesson])
-    seconds, error = _runs[lesson].result()
-    return _executed_folder() / f"{lesson}.ipynb", seconds, error
+    run = _runs[lesson].result()
+    return _executed_folder() / f"{lesson}.ipynb", run.seconds, run.error
+
+
+def checked(lesson):
+    """The mistake_runs.LessonRun of `lesson` whose rows are its typical mistakes' outcome."""
+    if lesson not in _runs:
+        start_runs([lesson], mistaken=[lesson])
+    assert lesson in _tried, f"{lesson} ran without its mistakes: mark the test lesson_run(..., mistakes=True)"
+    run = _runs[lesson].result()
+    assert run.error is None, f"{lesson} did not run: {run.error}"
+    return run
+
+
+def faults_of_test_cells(path):
+    """What is wrong with the test cells of the executed notebook at `path`: each must print its
+    "Correct" line and write nothing to stderr (nbgrader would score it 0)."""
+    problems = []
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.metadata.get("nbgrader", {}).get("grade"):
+            streams = [out for out in cell.get("outputs", []) if out.output_type == "stream"]
+            stderr = [out.text for out in streams if out.name == "stderr"]
+            if stderr:
+                problems.append(f"test cell {cell.id} wrote to stderr (nbgrader would score it 0): {stderr}")
+            if not any("Correct" in out.text for out in streams):
+                problems.append(f"test cell {cell.id} did not print its success message")
+    return problems
 
 
 def _executed_folder():
@@ -120,10 +158,6 @@ def graded_lessons():
             if (NOTEBOOKS / notebook.stem / notebook.name).exists()]
 
 
-def grade_id(cell):
-    return cell.metadata.get("nbgrader", {}).get("grade_id")
-
-
 def solutions(lesson):
     source = nbformat.read(SOLUTIONS / lesson / f"{lesson}.ipynb", as_version=4)
     return {grade_id(c): "\n".join(line for line in c.source.split("\n")
@@ -145,13 +179,6 @@ def points(lesson):
 
 # lesson -> {parameter: value}: its small profile (course/lessons.py), which the grader grades at too
 SMALL = {lesson: profile(lesson, "small") for lesson in PROFILES}
-
-
-def small(nb, values):
-    """`nb` with small parameters, edited in its parameters cell as a student could."""
-    cell = parameters_cell(nb)
-    cell.source = with_parameters(cell.source, values)
-    return nb
 
 
 def release_with(lesson, answers, folder=NOTEBOOKS):

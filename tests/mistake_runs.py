@@ -1,7 +1,8 @@
 """Run a lesson once in a kernel, then try mistakes in it one by one (test_autograde_mistakes.py).
 
-check_lesson runs in a worker process of its own (one per lesson, side by side): the solution
-notebook with small parameters, every cell, in a fresh kernel; then, for each mistake, the
+check_lesson runs in the lesson runs' worker process (lesson_runs.py): the solution notebook with
+small parameters, every cell, in a fresh kernel (the session's run of the lesson, which
+test_notebooks.py and test_release.py read); then, if asked, for each mistake, the
 mistaken answer, each test cell that must catch it, the right answer again, and the same test cells
 once more: their visible part after each mistake, whole after the exercise's last one (the whole
 cell, hidden tests and all, is most of the table's cost; a mistake that left something behind
@@ -18,8 +19,10 @@ nothing hands it in, and every test cell in turn, visible part then whole. It is
 of a kernel that still holds what the demonstrations made, so a test cell must fail because of the
 stub, not because a cell above it failed.
 """
-import re
 import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
@@ -28,9 +31,20 @@ from nbformat.v4 import new_code_cell
 
 from autograde.execute import setups_before
 from course.i18n import HIDDEN_TESTS
+from course.lessons import parameters_cell, with_parameters
 from course.paths import SOLUTIONS
 from course.run import kernel_config
-from lesson_runs import grade_id, small
+
+
+def grade_id(cell):
+    return cell.metadata.get("nbgrader", {}).get("grade_id")
+
+
+def small(nb, values):
+    """`nb` with small parameters, edited in its parameters cell as a student could."""
+    cell = parameters_cell(nb)
+    cell.source = with_parameters(cell.source, values)
+    return nb
 
 
 def trusted_setups(nb):
@@ -40,19 +54,31 @@ def trusted_setups(nb):
     return setups_before(cells, {grade_id(c) for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")})
 
 
-def check_lesson(lesson, small_values, mistakes, stubs):
-    """(rows, untouched). For each (exercise, name, mistaken source, test cells) in `mistakes`: a row
-    (exercise, name, test cell, whether its visible part failed on the mistake (Validate), whether
-    it failed with its hidden tests (grading), the error it raised on the right answer afterwards or
-    None: its visible part, the whole cell after the exercise's last mistake). `untouched`: {test
-    cell: (its visible part failed, it failed)} with every answer cell set to its stub of `stubs`
-    ({exercise: the release's source}). Raises if the lesson itself does not run."""
+@dataclass
+class LessonRun:
+    began: float            # time.monotonic() as the run began (the same clock in every process)
+    seconds: float          # executing the lesson's cells (the kernel's start not counted)
+    error: str | None       # the first failing cell's error, or None
+    rows: list | None       # one per mistake and test cell (see check_lesson); None: not asked, or the lesson failed
+    untouched: dict | None  # {test cell: (its visible part failed, it failed)} on the untouched release
+
+
+def check_lesson(lesson, small_values, out, mistakes=(), stubs=None):
+    """The lesson's run, then its mistakes, in one kernel: a LessonRun. The executed notebook (every
+    cell, before any mistake) is written to out/<lesson>.ipynb.
+
+    For each (exercise, name, mistaken source, test cells) in `mistakes`: a row (exercise, name,
+    test cell, whether its visible part failed on the mistake (Validate), whether it failed with its
+    hidden tests (grading), the error it raised on the right answer afterwards or None: its visible
+    part, the whole cell after the exercise's last mistake). `untouched` (with `stubs`, {exercise:
+    the release's source}): every answer cell set to its stub, then each test cell."""
+    began = time.monotonic()
     nb = small(nbformat.read(SOLUTIONS / lesson / f"{lesson}.ipynb", as_version=4), small_values)
     answers = {grade_id(c): c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")}
     tests = {grade_id(c): c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")
              and not c.metadata["nbgrader"].get("solution")}
     setups = trusted_setups(nb)
-    with tempfile.TemporaryDirectory(prefix=f"mistakes-{lesson}-") as folder:
+    with tempfile.TemporaryDirectory(prefix=f"lesson-{lesson}-") as folder:
         client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": folder}},
                                 config=kernel_config())
 
@@ -66,11 +92,20 @@ def check_lesson(lesson, small_values, mistakes, stubs):
         def test(cell, hidden=True):
             return error(f"{setups[cell]}\n{tests[cell] if hidden else HIDDEN_TESTS.sub('', tests[cell])}")
 
-        rows = []
         with client.setup_kernel():
+            start, failed = time.perf_counter(), None
             for index, cell in enumerate(nb.cells):
                 if cell.cell_type == "code":
-                    client.execute_cell(cell, index)  # the lesson runs and passes its own tests
+                    try:
+                        client.execute_cell(cell, index)
+                    except CellExecutionError as raised:
+                        failed = f"cell {cell.id}: {raised.ename}: {raised.evalue}"[:500]
+                        break
+            seconds = time.perf_counter() - start
+            nbformat.write(nb, Path(out) / f"{lesson}.ipynb")
+            if failed or not mistakes:
+                return LessonRun(began, seconds, failed, None, None)
+            rows = []
             last = {exercise: index for index, (exercise, *_) in enumerate(mistakes)}
             for index, (exercise, name, source, cells) in enumerate(mistakes):
                 problem = error(source)
@@ -84,4 +119,4 @@ def check_lesson(lesson, small_values, mistakes, stubs):
                 error(stub)  # a stub defines its function (which raises when called) or raises itself
             visible = {cell: test(cell, hidden=False) is not None for cell in tests}
             untouched = {cell: (visible[cell], visible[cell] or test(cell) is not None) for cell in tests}
-        return rows, untouched
+        return LessonRun(began, seconds, None, rows, untouched)

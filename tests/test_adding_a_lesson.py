@@ -42,7 +42,7 @@ RULES = ["tests/test_notebooks.py::test_the_lessons_are_there",
          "tests/test_i18n.py", "-k", "not translations_are_complete and not glossary_has_every_term"]
 
 
-# tests/test_autograde_mistakes.py's MISTAKES: four typical wrong answers per exercise
+# tests/mistakes.py's MISTAKES: four typical wrong answers per exercise
 MISTAKES = '''    "l11-warmup-factor": [
         ("starts at 0", "def warmup_factor(step, warmup_steps):\\n    return min(1.0, step / warmup_steps)\\n"),
         ("no cap at 1", "def warmup_factor(step, warmup_steps):\\n    return (step + 1) / warmup_steps\\n"),
@@ -65,7 +65,7 @@ def add_lesson(copy):
     made = subprocess.run(["make", "--no-print-directory", "-o", ".venv/.installed", "lesson", f"NAME={LESSON}"],
                           cwd=copy, env=environment(copy), capture_output=True, text=True)
     assert made.returncode == 0 and "wrote solutions/" in made.stdout, made.stdout + made.stderr
-    edit(copy / "tests" / "test_autograde_mistakes.py", "    ],\n}\n# The table's Validate column",  # step 8
+    edit(copy / "tests" / "mistakes.py", "    ],\n}\n# The table's Validate column",  # step 8
          "    ],\n" + MISTAKES + "}\n# The table's Validate column")
     edit_markdown(copy, "01_basic_loop", "optimizer state.\n", "optimizer state.\n11. A **throw-away lesson**.\n")
     edit_markdown(copy, "10_sharded_training", "\n\nThis is the end of the course. Well done!", "")  # step 9

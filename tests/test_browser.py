@@ -52,7 +52,8 @@ from course.paths import BUILD, JUPYTER_CONFIG, NOTEBOOKS, SOLUTIONS
 from course.paths import ROOT as REPO
 from headless_chromium import CHROMIUM, CHROMIUM_ARGS, need_browser
 from helpers import language
-from lesson_runs import SMALL, small
+from lesson_runs import SMALL
+from mistake_runs import small
 
 pytestmark = pytest.mark.slow
 

@@ -26,7 +26,8 @@ from autograde.nbgrader_course import nbgrader_environment
 from course.lessons import Edition
 from course.paths import ROOT
 from helpers import language
-from lesson_runs import LANGUAGE_MISTAKES as MISTAKES, LANGUAGES, grade_id, graded_lessons, language_student
+from lesson_runs import LANGUAGE_MISTAKES as MISTAKES, LANGUAGES, graded_lessons, language_student
+from mistake_runs import grade_id
 
 pytestmark = pytest.mark.slow
 HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", re.S)

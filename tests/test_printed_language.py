@@ -1,6 +1,7 @@
 """Every word lesson 10's code prints is in the student's language, numbers included.
 
-The lesson runs in English (the shared run of lesson_runs) and in Dutch and Indonesian. Line by line,
+The lesson runs in English (the shared run of lesson_runs, at its small profile) and in Dutch and
+Indonesian at the same sizes. Line by line,
 a word of the translated output that the English line has too is English left in place, unless the
 course keeps that term in English (locale/glossary.csv, and the few loanwords below); code (names with
 _ . = or (), quoted strings, reprs of dicts, CamelCase and CAPITALS) does not count. A number with a
@@ -14,7 +15,7 @@ import pytest
 
 from course.paths import ROOT, SOLUTIONS
 from course.run import run_notebook
-from lesson_runs import executed
+from lesson_runs import SMALL, executed
 
 pytestmark = pytest.mark.slow
 
@@ -59,7 +60,8 @@ def english_and_translated(lesson, lang, tmp_path_factory):
     english, _, error = executed(lesson)
     assert error is None, error
     folder = tmp_path_factory.mktemp(f"{lesson}-{lang}")
-    _, error = run_notebook(SOLUTIONS / lesson / f"{lesson}.ipynb", folder, {"course_language": lang})
+    _, error = run_notebook(SOLUTIONS / lesson / f"{lesson}.ipynb", folder,
+                            {**SMALL[lesson], "course_language": lang})
     assert error is None, f"{lesson} in {lang}: {error}"
     return printed_lines(english), printed_lines(folder / f"{lesson}.ipynb")
 
