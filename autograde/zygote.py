@@ -20,9 +20,7 @@ Two layers of isolation:
    (PR_SET_PDEATHSIG), and the grader's client (`connect`) with the kernel and vice versa.
 
 `python -m autograde.zygote serve FD SPEC` is the zygote (FD: the listening socket the grader
-made; SPEC: the slot's spec as JSON). A spec with "isolated": false is the course's own zygote
-(tests/forked_kernels.py, for the tests' lesson runs): no sandbox, no new namespace; each request
-then names the kernel's working folder before ipykernel's arguments. It never serves a student. The kernel manager runs `python -I -S zygote.py connect
+made; SPEC: the slot's spec as JSON). The kernel manager runs `python -I -S zygote.py connect
 SOCKET ARGV...` (this file, without site or imports): it hands its stdin, stdout and stderr and
 ipykernel's arguments to the zygote, and exits with the kernel's status.
 """
@@ -124,9 +122,7 @@ def _serve_one(spec, argv, fds, conn):
     try:
         child = os.fork()
         if child == 0:
-            if spec.get("isolated", True):
-                _kernel_process(spec, argv, fds, _start_kernel)
-            _plain_kernel_process(argv, fds)
+            _kernel_process(spec, argv, fds, _start_kernel)
     finally:
         for fd in fds:
             os.close(fd)
@@ -201,24 +197,6 @@ def _kernel_process(spec, argv, fds, start):
         os.close(parent_alive)
         _, status = os.waitpid(kernel, 0)
         os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
-    except BaseException:
-        import traceback
-        traceback.print_exc()
-        sys.stderr.flush()
-        os._exit(1)
-
-
-def _plain_kernel_process(argv, fds):
-    """In the forked child of a zygote without sandbox: argv is the kernel's working folder, then
-    ipykernel's arguments. Never returns."""
-    try:
-        die_with_parent()
-        for fd, std in zip(fds, (0, 1, 2)):
-            os.dup2(fd, std)
-        os.closerange(3, _max_fd())
-        os.setsid()  # as jupyter_client starts a kernel: a Ctrl-C for the tests does not reach it
-        # its parent is the zygote (JPY_PARENT_PID's role: without it, ipykernel prints its banner)
-        _launch(argv[0], [*argv[1:], f"--IPKernelApp.parent_handle={os.getppid()}"])
     except BaseException:
         import traceback
         traceback.print_exc()
@@ -313,11 +291,7 @@ def _drop_privileges(uid):
 
 
 def _start_kernel(spec, argv):
-    _launch(spec["scratch"], argv)
-
-
-def _launch(folder, argv):
-    os.chdir(folder)
+    os.chdir(spec["scratch"])
     sys.argv = ["ipykernel_launcher", *argv]
     from ipykernel import kernelapp
     kernelapp.launch_new_instance()

@@ -1,7 +1,7 @@
 """Run a lesson once in a kernel, then try mistakes in it one by one (test_autograde_mistakes.py).
 
 check_lesson runs in the lesson runs' worker process (lesson_runs.py): the solution notebook with
-small parameters, every cell, in a fresh kernel (forked_kernels.py; the session's run of the lesson, which
+small parameters, every cell, in a fresh kernel (the session's run of the lesson, which
 test_notebooks.py and test_release.py read); then, if asked, for each mistake, the
 mistaken answer, each test cell that must catch it, the right answer again, and the same test cells
 once more: their visible part after each mistake, whole after the exercise's last one (the whole
@@ -29,7 +29,6 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 from nbformat.v4 import new_code_cell
 
-import forked_kernels
 from autograde.execute import setups_before
 from course.i18n import HIDDEN_TESTS
 from course.lessons import parameters_cell, with_parameters
@@ -81,7 +80,7 @@ def check_lesson(lesson, small_values, out, mistakes=(), stubs=None):
     setups = trusted_setups(nb)
     with tempfile.TemporaryDirectory(prefix=f"lesson-{lesson}-") as folder:
         client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": folder}},
-                                config=forked_kernels.kernel_config(kernel_config()))
+                                config=kernel_config())
 
         def error(source):
             try:
