@@ -19,7 +19,8 @@ preparation), mixing what a real class mixes:
   (status "graded": no false alarm), the English baseline of the perfect answers in Dutch and
   Indonesian and of a wrong one in each of the three languages (`language_submission`), handed
   in as <student>/<lesson>/ whatever the language;
-- lesson 1: a partial one and one that patches the course's checking helpers;
+- lesson 1: a partial one, one that patches the course's checking helpers, one whose last answer
+  ends its kernel and a file that is no notebook;
 - lesson 6 (BLANK): a blank one (the release, with small parameters). Every lesson's untouched
   release is tried in the typical mistakes' kernels (mistake_runs.py), where it costs a few test
   cells, not a graded lesson.
@@ -285,6 +286,14 @@ def grade_lessons(root, lessons):
             cases[("tamperer", FIRST)] = (release_with(FIRST, dict(
                 answers, **{"l1-make-lr-scheduler": WRONG_SCHEDULER})),
                 sum(pts.values()) - pts["l1-test-make-lr-scheduler"])
+        # hostile students, as a real class has (autograde_corpus.py has every kind, on the toy):
+        # the last answer ends its kernel (the test cells above it keep their points), and a
+        # file that is no notebook (a student saved it half-way)
+        order = [grade_id(cell) for cell in nbformat.read(SOLUTIONS / FIRST / f"{FIRST}.ipynb", as_version=4).cells]
+        last = [cell for cell in order if cell in answers][-1]
+        cases[("kills-kernel", FIRST)] = (release_with(FIRST, dict(answers, **{last: "import os\nos._exit(1)"})),
+                                          sum(pts.get(cell, 0) for cell in order[:order.index(last)]))
+        cases[("not-a-notebook", FIRST)] = (b'{"cells": [', 0.0)
     for lesson in LANGUAGE_MISTAKES.keys() & set(lessons):
         for lang in LANGUAGES:
             for kind in ("perfect", "wrong"):
@@ -296,7 +305,10 @@ def grade_lessons(root, lessons):
     for (student, lesson), (nb, _) in cases.items():
         folder = submissions / student / lesson  # the folder does not say the language
         folder.mkdir(parents=True)
-        nbformat.write(nb, folder / f"{lesson}.ipynb")
+        if isinstance(nb, bytes):
+            (folder / f"{lesson}.ipynb").write_bytes(nb)
+        else:
+            nbformat.write(nb, folder / f"{lesson}.ipynb")
     out = Path(root) / "out"
     run = background.run([sys.executable, "-m", "course.grade", "--submissions", str(submissions),
                           "--out", str(out), "--jobs", str(os.cpu_count())], cwd=ROOT, timeout=2400)

@@ -3,7 +3,8 @@ solutions put into the released notebook) score full marks with status "graded" 
 from the tampering guard on real torch/transformers code; every lesson's restructured perfect one
 keeps full marks with no event but its changes: test_autograde_mistakes.py); lesson 6's blank
 release scores zero (every lesson's release fails each of its test cells: test_autograde_mistakes.py).
-Lesson 1 adds a partial submission and one that patches the course's checking helpers.
+Lesson 1 adds a partial submission, one that patches the course's checking helpers, one whose
+last answer ends its kernel and a file that is no notebook: the hostile students of a real class.
 """
 import pytest
 
@@ -44,3 +45,14 @@ def test_partial_and_tampering_submissions_of_lesson_1(graded_class):
     assert (float(tamperer["score"]), tamperer["status"]) == (expected[("tamperer", FIRST)],
                                                               "tampered"), tamperer
     assert "helpers.exercises.schedule_mismatch" in tamperer["detail"]
+
+
+def test_a_dying_kernel_and_a_broken_file_in_lesson_1(graded_class):
+    """The class's other students are graded whatever these two hand in (the batch completes)."""
+    rows, expected = graded_class.rows, graded_class.expected
+    if FIRST not in LESSONS:
+        pytest.skip(f"{FIRST} is not graded in this session (COURSE_GRADED_LESSONS)")
+    killed, broken = rows[("kills-kernel", FIRST)], rows[("not-a-notebook", FIRST)]
+    assert 0 < expected[("kills-kernel", FIRST)] < float(killed["max_score"]), "the points above the last answer"
+    assert (float(killed["score"]), killed["status"]) == (expected[("kills-kernel", FIRST)], "kernel_died"), killed
+    assert (float(broken["score"]), broken["status"]) == (0.0, "invalid_notebook"), broken
