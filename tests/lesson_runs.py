@@ -70,19 +70,19 @@ def start_runs(lessons, mistaken=()):
     for notebook in lesson_notebooks(lessons):
         lesson = notebook.stem
         if lesson not in _runs:
-            tried = lesson in mistaken
-            _runs[lesson] = pool.submit(mistake_runs.check_lesson, lesson, SMALL[lesson], _executed_folder(),
-                                        mistakes.of(lesson) if tried else (), stubs(lesson) if tried else None)
-            _runs[lesson].add_done_callback(_note_time(f"lesson run {lesson}" + (" and its mistakes" * tried)))
-            _tried.update([lesson] if tried else [])
+            tried = (mistakes.of(lesson), stubs(lesson)) if lesson in mistaken else ()
+            _runs[lesson] = pool.submit(mistake_runs.check_lesson, lesson, SMALL[lesson], _executed_folder(), *tried)
+            _runs[lesson].add_done_callback(_note_time(f"lesson run {lesson}" + (" and its mistakes" if tried else "")))
+            if tried:
+                _tried.add(lesson)
 
 
 def pretrain():
     """Build the default tokenizer and model into the cache, in a Python that then exits, and say
-    when it began (.began, time.monotonic()); None when they are there. Before the first lesson, so that a lesson's seconds
-    (test_notebooks.py's limit) are the lesson's: on a clean clone the pre-training took 211 s
-    inside lesson 0's run. The grader and the tests that need the model meanwhile wait for it
-    (helpers.cache.build_once)."""
+    when it began (.began, time.monotonic()); None when they are there. Before the first lesson,
+    on a line of its own in the session's timeline (on a clean clone it takes minutes, which
+    lesson 0's run would otherwise hide). The grader and the tests that need the model meanwhile
+    wait for it (helpers.cache.build_once)."""
     if (cache_dir() / "model").is_dir():
         return None
     began = time.monotonic()

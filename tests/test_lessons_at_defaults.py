@@ -15,7 +15,8 @@ from lesson_runs import faults_of_test_cells
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(os.environ.get("COURSE_LESSONS_AT_DEFAULTS") != "1",
-                                 reason="the lessons at their defaults: COURSE_LESSONS_AT_DEFAULTS=1 (.ci/run runs it)")]
+                                 reason="the lessons at their defaults: COURSE_LESSONS_AT_DEFAULTS=1 "
+                                        "(.ci/run runs it)")]
 
 # Generous: a lesson takes 10-40 s on a quiet 2-core CPU (make run); CI machines are often busy.
 SECONDS_LIMIT = 240
